@@ -1,0 +1,88 @@
+#pragma once
+// Access to the real control plane the integration tests run against: the one the
+// ctest fixture started with hack/testenv, or the cluster of $KUBECONFIG.
+
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace myop::testenv {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr together
+  bool ok() const { return exit_code == 0; }
+};
+
+// Runs a shell command; never throws.
+CommandResult run(const std::string& command);
+
+// The admin kubeconfig (a client certificate in system:masters).
+std::string kubeconfig_path();
+
+// `kubectl --kubeconfig <admin> <args>`.
+CommandResult kubectl(const std::string& args);
+
+// Like kubectl(), but FAILs the current test with the output when kubectl fails.
+std::string kubectl_or_fail(const std::string& args);
+
+// Applies a manifest given as text (`kubectl apply -f -`).
+CommandResult kubectl_apply(const std::string& manifest, const std::string& extra_args = "");
+
+// Creates a namespace with a unique name starting with prefix; deleted when the
+// returned guard goes away.
+class ScopedNamespace {
+ public:
+  explicit ScopedNamespace(const std::string& prefix);
+  ~ScopedNamespace();
+  ScopedNamespace(const ScopedNamespace&) = delete;
+  ScopedNamespace& operator=(const ScopedNamespace&) = delete;
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string name_;
+};
+
+// Whether this test run started the control plane itself (and so may stop, restart
+// and compact parts of it). False when the tests run against $KUBECONFIG's cluster.
+bool owns_control_plane();
+
+// The hack/testenv state directory of the control plane (requires owns_control_plane()).
+std::string state_dir();
+
+// The cluster CA certificate file (requires owns_control_plane()).
+std::string ca_path();
+
+// The API server URL, e.g. https://127.0.0.1:34567 (from the kubeconfig).
+std::string server_url();
+
+// Stop / start / restart one component (etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, kwok); start and restart wait until it is ready again. FAIL on error.
+void stop_component(const std::string& component);
+void start_component(const std::string& component);
+void restart_component(const std::string& component);
+inline void stop_apiserver() { stop_component("kube-apiserver"); }
+inline void start_apiserver() { start_component("kube-apiserver"); }
+inline void restart_apiserver() { restart_component("kube-apiserver"); }
+
+// Compacts etcd to its current revision; returns that revision.
+long long compact_etcd();
+
+// A client certificate for `user` in `groups`, signed by the cluster CA.
+struct ClientCertificate {
+  std::string certificate_path;
+  std::string key_path;
+};
+ClientCertificate issue_client_certificate(const std::string& user, const std::vector<std::string>& groups = {});
+
+// A kubeconfig for a new client-certificate user (no RBAC rights unless granted).
+std::string kubeconfig_for_user(const std::string& user, const std::vector<std::string>& groups = {});
+
+// The API server's audit log (JSON lines; requires owns_control_plane()).
+std::string audit_log_path();
+
+// Paths of the source tree and of the build tree.
+std::string source_dir();
+std::string binary_dir();
+
+}  // namespace myop::testenv
