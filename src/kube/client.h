@@ -1,0 +1,157 @@
+// REST verbs on any resource type, namespaced or cluster-scoped, core or named group.
+//
+// Objects travel as rapidjson::Document. Every verb returns the server's answer (the object as stored)
+// or an Error parsed from the server's metav1.Status; nothing throws. Blocking; thread-safe (the
+// transport is shared).
+#pragma once
+
+#include <rapidjson/document.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+#include "kube/errors.h"
+#include "kube/resource.h"
+#include "kube/transport.h"
+
+namespace myop::kube {
+
+struct GetOptions {
+  std::string resource_version;  // "" = most recent (quorum read); "0" = any cached version
+};
+
+struct ListOptions {
+  std::string label_selector;  // "app=a,tier in (x,y)"
+  std::string field_selector;  // "metadata.name=a"
+  std::optional<std::int64_t> limit;
+  std::string continue_token;  // metadata.continue of the previous page
+  std::string resource_version;
+  std::string resource_version_match;  // "", "NotOlderThan" or "Exact"
+  std::optional<int> timeout_seconds;
+};
+
+struct WriteOptions {
+  std::string field_manager;  // recorded in managedFields; defaults to the transport's user agent name
+  bool dry_run = false;
+};
+
+enum class PatchType {
+  Merge,           // application/merge-patch+json (RFC 7386)
+  Json,            // application/json-patch+json (RFC 6902)
+  StrategicMerge,  // application/strategic-merge-patch+json (built-in types only)
+  Apply,           // application/apply-patch+yaml: server-side apply (JSON is valid YAML)
+};
+std::string_view patch_content_type(PatchType type);
+
+struct PatchOptions {
+  std::string field_manager;  // required by the server for Apply
+  bool force = false;         // Apply only: take ownership of conflicting fields
+  bool dry_run = false;
+};
+
+struct DeleteOptions {
+  std::string propagation_policy;  // "", "Foreground", "Background" or "Orphan"
+  std::string precondition_uid;
+  std::string precondition_resource_version;
+  std::optional<std::int64_t> grace_period_seconds;
+  bool dry_run = false;
+};
+
+struct WatchOptions {
+  std::string resource_version;
+  std::string resource_version_match;  // "NotOlderThan" with send_initial_events
+  std::string label_selector;
+  std::string field_selector;
+  bool allow_bookmarks = true;
+  bool send_initial_events = false;  // WatchList
+  std::optional<int> timeout_seconds;  // the server ends the watch after this; keep it below idle_timeout
+  StreamOptions stream{};
+};
+
+class Client {
+ public:
+  explicit Client(std::shared_ptr<Transport> transport, std::string default_field_manager = "my-operator");
+
+  Result<rapidjson::Document> get(const ResourceType& type, std::string_view namespace_name, std::string_view name,
+                                  const GetOptions& options = {}, std::stop_token stop = {});
+
+  // One page (or everything when no limit). The answer is a List with items and metadata.continue.
+  Result<rapidjson::Document> list(const ResourceType& type, std::string_view namespace_name,
+                                   const ListOptions& options = {}, std::stop_token stop = {});
+
+  // Every page of a list joined into one List (items in server order, metadata of the last page). When a
+  // continue token expires (410) in the middle, the list restarts once without a limit, like client-go's
+  // pager does.
+  Result<rapidjson::Document> list_all(const ResourceType& type, std::string_view namespace_name,
+                                       ListOptions options = {}, std::stop_token stop = {});
+
+  // POST. The namespace comes from the argument (the object's metadata.namespace may be absent).
+  Result<rapidjson::Document> create(const ResourceType& type, std::string_view namespace_name,
+                                     const rapidjson::Value& object, const WriteOptions& options = {},
+                                     std::stop_token stop = {});
+
+  // PUT to metadata.name. A metadata.resourceVersion in `object` is the precondition: a stale one gives
+  // Conflict (409).
+  Result<rapidjson::Document> update(const ResourceType& type, std::string_view namespace_name,
+                                     const rapidjson::Value& object, const WriteOptions& options = {},
+                                     std::stop_token stop = {});
+
+  // PUT to the status subresource (only .status changes; spec changes are ignored by the server).
+  Result<rapidjson::Document> update_status(const ResourceType& type, std::string_view namespace_name,
+                                            const rapidjson::Value& object, const WriteOptions& options = {},
+                                            std::stop_token stop = {});
+
+  // PATCH with `body` of the given type. `subresource` is "" or e.g. "status".
+  Result<rapidjson::Document> patch(const ResourceType& type, std::string_view namespace_name, std::string_view name,
+                                    PatchType patch_type, std::string_view body, const PatchOptions& options = {},
+                                    std::string_view subresource = {}, std::stop_token stop = {});
+
+  // Server-side apply of `object` (it must carry apiVersion, kind and metadata.name). A field owned by
+  // another manager gives Conflict with one cause per field unless options.force.
+  Result<rapidjson::Document> apply(const ResourceType& type, std::string_view namespace_name,
+                                    const rapidjson::Value& object, const PatchOptions& options,
+                                    std::string_view subresource = {}, std::stop_token stop = {});
+
+  // DELETE. The answer is the object (still present while finalizers or foreground deletion hold it) or
+  // a Status of success.
+  Result<rapidjson::Document> remove(const ResourceType& type, std::string_view namespace_name, std::string_view name,
+                                     const DeleteOptions& options = {}, std::stop_token stop = {});
+
+  // Opens a watch and hands its raw newline-delimited JSON to `on_chunk` (see Transport::stream). The
+  // watch engine (kube/watch.h) parses the events and reconnects; this is only the HTTP part.
+  Result<StreamEnd> watch(const ResourceType& type, std::string_view namespace_name, const WatchOptions& options,
+                          const ChunkHandler& on_chunk, std::stop_token stop = {});
+
+  // Discovery: the APIResourceList of one group version ("/api/v1" or "/apis/g/v").
+  Result<rapidjson::Document> discover(std::string_view group, std::string_view version, std::stop_token stop = {});
+
+  // Looks `kind` up by discovery and returns its ResourceType (plural, scope). NotFound when the server
+  // does not serve it (yet).
+  Result<ResourceType> resource_for_kind(std::string_view group, std::string_view version, std::string_view kind,
+                                         std::stop_token stop = {});
+
+  // Polls the CRD until condition Established is True and its group version is served, or `timeout`.
+  Result<void> wait_for_crd_established(std::string_view crd_name, std::chrono::milliseconds timeout,
+                                        std::stop_token stop = {});
+
+  // Sends any request and parses a JSON answer; non-2xx becomes an Error.
+  Result<rapidjson::Document> request_json(const Request& request, std::stop_token stop = {});
+
+  Transport& transport() { return *transport_; }
+  const std::string& default_field_manager() const { return default_field_manager_; }
+
+ private:
+  std::shared_ptr<Transport> transport_;
+  std::string default_field_manager_;
+};
+
+// The query parameters of a list / watch, exposed for unit tests of path building.
+QueryParameters list_query(const ListOptions& options);
+QueryParameters watch_query(const WatchOptions& options);
+
+}  // namespace myop::kube

@@ -1,0 +1,105 @@
+// HTTPS to the API server: TLS, authentication, rate limit, retries, deadlines, metrics, and a streaming
+// read for watches.
+//
+// `Transport` is the narrow interface the REST client and the watch build on; tests substitute a fake.
+// `make_https_transport` builds the real one on cpprestsdk. Calls block the calling thread (never call
+// them from inside a pplx continuation); every pplx task inside ends in a continuation that observes its
+// exception, so nothing escapes as an abort.
+//
+// crossplat::threadpool::initialize_with_threads(n) must run before the first transport is made if the
+// process wants a pool size other than cpprestsdk's default of 40.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "kube/config.h"
+#include "kube/credentials.h"
+#include "kube/errors.h"
+#include "kube/request_metrics.h"
+#include "kube/retry_policy.h"
+
+namespace myop::kube {
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+using QueryParameters = std::vector<std::pair<std::string, std::string>>;
+
+struct Request {
+  std::string method = "GET";
+  std::string path;         // "/api/v1/namespaces/a/configmaps", not encoded query
+  QueryParameters query;    // values are percent-encoded by the transport
+  std::string body;
+  std::string content_type;  // "application/json", "application/merge-patch+json", ...
+  HeaderList headers;        // extra headers; Authorization and User-Agent are added by the transport
+  // The whole request including retries must finish within this; zero = TransportOptions default.
+  std::chrono::milliseconds timeout{0};
+};
+
+struct Response {
+  int status_code = 0;
+  std::string body;
+  std::string content_type;
+};
+
+// How a stream ended when it ended without an error.
+enum class StreamEnd {
+  ServerClosed,      // the server ended the body (a watch's timeoutSeconds passed, or the server closed)
+  StoppedByHandler,  // the chunk handler returned false
+};
+
+// Receives the body of a stream as it arrives, in chunks of any size: a line may be split across chunks
+// and one chunk may hold many lines. Return false to stop reading.
+using ChunkHandler = std::function<bool(std::string_view chunk)>;
+
+struct StreamOptions {
+  // No byte for this long ends the stream with a Timeout error. Must exceed the watch's timeoutSeconds
+  // (the server ends the watch itself then) and the bookmark interval (about a minute).
+  std::chrono::milliseconds idle_timeout{std::chrono::minutes(11)};
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+
+  // Sends one request and returns the response of any HTTP status (2xx or not): callers map non-2xx with
+  // error_from_response. An Error means no usable answer: transport failure, deadline, cancellation, or
+  // retries used up (the last 429/5xx is then returned as a Response, not an Error).
+  virtual Result<Response> send(const Request& request, std::stop_token stop = {}) = 0;
+
+  // Opens `request` (a GET such as ?watch=1) and hands the body to `on_chunk` as it arrives. Blocks until
+  // the server ends the body, `on_chunk` returns false, `stop` is requested (returns Cancelled within a
+  // second), the stream is idle for too long (Timeout), or the connection fails (Transport). A non-2xx
+  // answer is returned as the Error parsed from its Status body. Retries only the opening of the stream.
+  virtual Result<StreamEnd> stream(const Request& request, const ChunkHandler& on_chunk, std::stop_token stop = {},
+                                   const StreamOptions& options = {}) = 0;
+
+  // "host:port" of the server, the `host` metric label.
+  virtual const std::string& host() const = 0;
+};
+
+struct TransportOptions {
+  double qps = 50;  // client-side limit; <= 0 disables it
+  int burst = 100;
+  std::string user_agent = "my-operator";
+  std::chrono::milliseconds default_timeout{std::chrono::seconds(30)};
+  RetrySettings retry{};
+  std::shared_ptr<RequestMetricsObserver> metrics;  // may be null
+  std::shared_ptr<CredentialSource> credentials;    // null: make_credential_source(config)
+};
+
+// The real transport. Fails early (InvalidConfiguration) on an unusable CA, certificate or key, naming
+// where it came from. `config.insecure_skip_tls_verify` is honoured only because load_client_config let
+// it through after the explicit opt-in; a warning is logged every time a transport is made with it.
+Result<std::shared_ptr<Transport>> make_https_transport(const ClientConfig& config, TransportOptions options = {});
+
+// "a=1&b=x%2Cy" with RFC 3986 percent-encoding of names and values.
+std::string encode_query(const QueryParameters& query);
+
+}  // namespace myop::kube
