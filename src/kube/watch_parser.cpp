@@ -1,0 +1,130 @@
+#include "kube/watch_parser.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace myop::kube {
+namespace {
+
+bool is_blank(std::string_view line) {
+  return std::all_of(line.begin(), line.end(), [](char c) { return c == ' ' || c == '\t' || c == '\r'; });
+}
+
+std::optional<WatchEventType> event_type_from_name(std::string_view name) {
+  if (name == "ADDED") return WatchEventType::Added;
+  if (name == "MODIFIED") return WatchEventType::Modified;
+  if (name == "DELETED") return WatchEventType::Deleted;
+  if (name == "BOOKMARK") return WatchEventType::Bookmark;
+  return std::nullopt;
+}
+
+Error malformed(std::string message, std::string_view line) {
+  constexpr std::size_t quoted_bytes = 200;
+  std::string quoted(line.substr(0, quoted_bytes));
+  if (line.size() > quoted_bytes) quoted += "...";
+  return make_error(Reason::Unknown, "malformed watch event: " + message + "; line: " + quoted);
+}
+
+}  // namespace
+
+std::string_view watch_event_type_name(WatchEventType type) {
+  switch (type) {
+    case WatchEventType::Added:
+      return "ADDED";
+    case WatchEventType::Modified:
+      return "MODIFIED";
+    case WatchEventType::Deleted:
+      return "DELETED";
+    case WatchEventType::Bookmark:
+      return "BOOKMARK";
+  }
+  return "UNKNOWN";
+}
+
+bool WatchEvent::is_initial_events_end() const {
+  return type == WatchEventType::Bookmark &&
+         object.view().annotation(kInitialEventsEndAnnotation) == std::optional<std::string_view>("true");
+}
+
+Result<WatchEvent> parse_watch_event(std::string_view line) {
+  auto parsed = Object::parse(line);
+  if (!parsed.ok()) return malformed(parsed.error().message, line);
+  Object& envelope = parsed.value();
+  if (!envelope.json().IsObject()) return malformed("not a JSON object", line);
+
+  const JsonValue* type = find_member(envelope.json(), "type");
+  if (type == nullptr || !type->IsString()) return malformed("no \"type\"", line);
+  const std::string_view type_name(type->GetString(), type->GetStringLength());
+  JsonValue* object = find_member(envelope.json(), "object");
+  if (object == nullptr || !object->IsObject()) return malformed("no \"object\"", line);
+
+  if (type_name == "ERROR") {
+    // The server sends a metav1.Status; the HTTP status of the stream itself was 200, so the code comes
+    // from the Status (a Status without one is an internal error).
+    Error error = error_from_status(*object, 500);
+    error.message = "watch: " + error.message;
+    return error;
+  }
+  auto event_type = event_type_from_name(type_name);
+  if (!event_type) return malformed("unknown type \"" + std::string(type_name) + "\"", line);
+
+  // Keep only the "object" member, in the pool it was parsed into: no copy.
+  JsonValue inner;
+  inner = *object;
+  envelope.json() = inner;
+  return WatchEvent{*event_type, std::move(envelope)};
+}
+
+WatchParser::WatchParser(std::size_t maximum_line_bytes) : maximum_line_bytes_(maximum_line_bytes) {}
+
+void WatchParser::append(std::string_view chunk) {
+  // Reclaim the consumed prefix before it grows large; amortized O(1) per byte.
+  if (consumed_ > 0 && consumed_ >= buffer_.size() / 2) {
+    buffer_.erase(0, consumed_);
+    scanned_to_ -= std::min(scanned_to_, consumed_);
+    consumed_ = 0;
+  }
+  buffer_.append(chunk);
+}
+
+std::optional<Result<WatchEvent>> WatchParser::next() {
+  while (true) {
+    const std::string_view pending = std::string_view(buffer_).substr(consumed_);
+    const std::size_t already_scanned = std::max(scanned_to_, consumed_) - consumed_;
+    const std::size_t newline = pending.find('\n', already_scanned);
+    if (newline == std::string_view::npos) {
+      scanned_to_ = buffer_.size();
+      if (!discarding_long_line_ && pending.size() > maximum_line_bytes_) {
+        discarding_long_line_ = true;
+        consumed_ = buffer_.size();
+        return Result<WatchEvent>(
+            make_error(Reason::Unknown, "malformed watch event: a line is longer than " +
+                                            std::to_string(maximum_line_bytes_) + " bytes"));
+      }
+      if (discarding_long_line_) consumed_ = buffer_.size();
+      return std::nullopt;
+    }
+    const std::string_view line = pending.substr(0, newline);
+    consumed_ += newline + 1;
+    if (discarding_long_line_) {
+      discarding_long_line_ = false;  // the rest of the long line ends here
+      continue;
+    }
+    if (line.size() > maximum_line_bytes_) {
+      return Result<WatchEvent>(make_error(
+          Reason::Unknown,
+          "malformed watch event: a line is longer than " + std::to_string(maximum_line_bytes_) + " bytes"));
+    }
+    if (is_blank(line)) continue;
+    return parse_watch_event(line);
+  }
+}
+
+void WatchParser::reset() {
+  buffer_.clear();
+  consumed_ = 0;
+  scanned_to_ = 0;
+  discarding_long_line_ = false;
+}
+
+}  // namespace myop::kube

@@ -1,0 +1,69 @@
+// Incremental parser for a watch response body: newline-delimited JSON, one
+// {"type": ..., "object": ...} per line, arriving in chunks cut anywhere (a line may span chunks, a chunk
+// may hold many lines).
+//
+// Feed chunks with `append` and take complete events with `next` until it returns nullopt. An ERROR
+// event carries a metav1.Status and comes out as the typed Error it describes (410 Gone/Expired ->
+// Reason::Gone: the resourceVersion is too old, relist). A malformed line comes out as an Error too
+// (Reason::Unknown); the stream cannot be trusted after it, so the caller should reconnect.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "kube/errors.h"
+#include "kube/object.h"
+
+namespace myop::kube {
+
+enum class WatchEventType { Added, Modified, Deleted, Bookmark };
+
+std::string_view watch_event_type_name(WatchEventType type);  // "ADDED", ...
+
+// The annotation that marks the BOOKMARK ending the initial events of a WatchList.
+inline constexpr std::string_view kInitialEventsEndAnnotation = "k8s.io/initial-events-end";
+
+struct WatchEvent {
+  WatchEventType type = WatchEventType::Added;
+  // The object as the server sent it. For a BOOKMARK only apiVersion, kind and metadata.resourceVersion
+  // (and annotations) are set.
+  Object object;
+
+  std::string_view resource_version() const { return object.resource_version(); }
+  // A BOOKMARK annotated k8s.io/initial-events-end: "true".
+  bool is_initial_events_end() const;
+};
+
+// Largest line accepted. etcd stores at most ~1.5 MiB per object; JSON of a big object stays well below.
+inline constexpr std::size_t kDefaultMaximumWatchLineBytes = 16 * 1024 * 1024;
+
+class WatchParser {
+ public:
+  explicit WatchParser(std::size_t maximum_line_bytes = kDefaultMaximumWatchLineBytes);
+
+  void append(std::string_view chunk);
+
+  // The next complete event, or nullopt when more bytes are needed. After an over-long line the parser
+  // yields that error once and then discards input until the next newline.
+  std::optional<Result<WatchEvent>> next();
+
+  // Bytes received but not yet part of a complete line.
+  std::size_t pending_bytes() const { return buffer_.size() - consumed_; }
+
+  // Drops all buffered bytes (for a new connection).
+  void reset();
+
+ private:
+  std::string buffer_;
+  std::size_t consumed_ = 0;    // bytes of buffer_ already handed out as lines
+  std::size_t scanned_to_ = 0;  // no newline in buffer_[consumed_, scanned_to_): a long line is scanned once
+  std::size_t maximum_line_bytes_;
+  bool discarding_long_line_ = false;
+};
+
+// Parses one line (without its newline) of a watch body.
+Result<WatchEvent> parse_watch_event(std::string_view line);
+
+}  // namespace myop::kube
