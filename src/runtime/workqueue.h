@@ -1,0 +1,177 @@
+#pragma once
+// Tenant-fair priority work queue.
+//
+// Guarantees (tested in test/unit/runtime/workqueue_test.cpp):
+// - a key is waiting at most once: duplicate adds collapse (highest priority, earliest time win);
+// - a key is never handed to two workers at once: a key added while a worker holds it is parked
+//   ("dirty") and queued again when the worker calls done();
+// - ready items are handed out highest priority first; within a priority, namespaces (tenants)
+//   take turns, FIFO within a tenant;
+// - a ready item waiting longer than `aging_interval` is promoted one priority, so low work is
+//   served within about 2 * aging_interval plus one round over the busy tenants;
+// - per-key exponential backoff counts failures reported through done() only, so extra watch
+//   triggers do not push a key further out, and success resets it; an extra trigger of high
+//   priority (a user change, which may fix the failure) cuts a backoff wait short, others do not;
+// - above `low_priority_watermark` ready items, low-priority work is deferred (held aside) until
+//   the queue drains below the watermark or it has been held for `max_deferral`.
+#include <array>
+#include <condition_variable>
+#include <cstdint>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "runtime/backoff.h"
+#include "runtime/clock.h"
+#include "runtime/object_key.h"
+#include "runtime/priority.h"
+#include "runtime/token_bucket.h"
+#include "runtime/workqueue_metrics.h"
+
+namespace myop::runtime {
+
+struct WorkQueueOptions {
+  std::string name = "workqueue";
+  Duration aging_interval = std::chrono::seconds(5);
+  // 0 disables backpressure.
+  std::size_t low_priority_watermark = 0;
+  Duration max_deferral = std::chrono::seconds(60);
+  ExponentialBackoff backoff{};
+  // Optional overall limit on hand-outs; rate must be > 0 when set.
+  std::optional<double> rate_per_second;
+  double burst = 100;
+  std::shared_ptr<const Clock> clock = std::make_shared<SteadyClock>();
+  std::shared_ptr<WorkQueueMetrics> metrics = std::make_shared<NullWorkQueueMetrics>();
+};
+
+struct AddOptions {
+  Priority priority = Priority::normal;
+  Duration after = Duration::zero();
+};
+
+// What a worker holds. Give it back through done().
+struct WorkItem {
+  ObjectKey key;
+  Priority priority = Priority::normal;
+  // Consecutive failures so far (0 on a first attempt).
+  int failures = 0;
+  TimePoint first_added;
+  TimePoint started;
+};
+
+// How a worker finished an item.
+struct Completion {
+  enum class Kind {
+    forget,         // success or a terminal error: reset backoff, do not requeue
+    retry,          // failure or an explicit requeue: one more failure, requeue after backoff
+    requeue_after,  // reset backoff and requeue after `delay`
+  };
+  Kind kind = Kind::forget;
+  Duration delay = Duration::zero();
+  std::optional<Priority> priority;  // for the requeue; default: the item's priority
+
+  static Completion success() { return {}; }
+  static Completion retry() { return {Kind::retry, Duration::zero(), std::nullopt}; }
+  static Completion after(Duration delay, std::optional<Priority> priority = std::nullopt) {
+    return {Kind::requeue_after, delay, priority};
+  }
+};
+
+class WorkQueue {
+ public:
+  explicit WorkQueue(WorkQueueOptions options = {});
+  WorkQueue(const WorkQueue&) = delete;
+  WorkQueue& operator=(const WorkQueue&) = delete;
+
+  void add(const ObjectKey& key, AddOptions options = {});
+
+  // Blocks until an item is ready (and the rate limit allows) or the queue shuts down (nullopt).
+  std::optional<WorkItem> get();
+  // Same without blocking.
+  std::optional<WorkItem> try_get();
+
+  void done(const WorkItem& item, Completion completion);
+
+  // Wakes every blocked get() with nullopt; further adds are ignored. Items held by workers may
+  // still be given back with done().
+  void shut_down();
+  bool shutting_down() const;
+
+  // Waiting items (ready, delayed and deferred); not those held by workers.
+  std::size_t depth() const;
+  std::size_t depth(Priority priority) const;
+  std::size_t in_flight() const;
+  int failures(const ObjectKey& key) const;
+  bool is_in_flight(const ObjectKey& key) const;
+  bool is_waiting(const ObjectKey& key) const;
+
+  // Reports unfinished-work and longest-running times to the metrics; call periodically.
+  void publish_in_flight_metrics();
+
+ private:
+  enum class Place { ready, delayed, deferred, in_flight };
+  using OrderKey = std::pair<TimePoint, std::uint64_t>;
+
+  struct Entry {
+    ObjectKey key;
+    Place place = Place::delayed;
+    Priority requested = Priority::low;  // highest priority any add asked for
+    Priority level = Priority::low;      // current level, raised by aging
+    TimePoint first_added;
+    TimePoint ready_at;
+    TimePoint level_since;  // entered its current ready level (aging clock)
+    bool in_backoff = false;
+    bool aged = false;
+    std::uint64_t sequence = 0;
+    std::list<ObjectKey>::iterator tenant_position;
+    // Parked add that arrived while a worker held the key.
+    bool dirty = false;
+    Priority dirty_priority = Priority::low;
+    TimePoint dirty_ready_at;
+    TimePoint dirty_first_added;
+    TimePoint started;
+  };
+
+  struct TenantQueue {
+    std::list<ObjectKey> keys;
+    std::list<std::string>::iterator turn;
+  };
+
+  struct Level {
+    std::unordered_map<std::string, TenantQueue> tenants;
+    std::list<std::string> turns;  // tenants with waiting keys, in the order they get their turn
+    std::map<OrderKey, ObjectKey> by_age;
+    std::size_t size = 0;
+  };
+
+  std::optional<WorkItem> take_locked(TimePoint now);
+  void place_locked(Entry& entry, TimePoint now);
+  void detach_locked(Entry& entry);
+  void insert_ready_locked(Entry& entry, Priority level, TimePoint now, bool at_front);
+  void remove_ready_locked(Entry& entry);
+  void advance_time_locked(TimePoint now);
+  std::optional<TimePoint> next_wakeup_locked(TimePoint now);
+  std::size_t ready_size_locked() const;
+  void count_depth_locked(Priority priority, int change);
+
+  WorkQueueOptions options_;
+  mutable std::mutex mutex_;
+  std::condition_variable condition_;
+  bool shutting_down_ = false;
+  std::uint64_t next_sequence_ = 0;
+  std::unordered_map<ObjectKey, Entry, ObjectKeyHash> entries_;
+  std::unordered_map<ObjectKey, int, ObjectKeyHash> failures_;
+  std::array<Level, 3> levels_;
+  std::map<OrderKey, ObjectKey> delayed_;   // by ready_at
+  std::map<OrderKey, ObjectKey> deferred_;  // by time deferred
+  std::array<std::size_t, 3> depth_{};
+  std::array<std::optional<TimePoint>, 3> last_promotion_{};
+  std::size_t in_flight_ = 0;
+  std::optional<TokenBucket> rate_limiter_;
+};
+
+}  // namespace myop::runtime
