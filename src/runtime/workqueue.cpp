@@ -223,7 +223,13 @@ void WorkQueue::publish_in_flight_metrics() {
 std::optional<WorkItem> WorkQueue::take_locked(TimePoint now) {
   advance_time_locked(now);
   if (ready_size_locked() == 0) return std::nullopt;
-  if (rate_limiter_ && !rate_limiter_->try_acquire(now)) return std::nullopt;
+  if (rate_limiter_) {
+    // Take a token only when one is free now; otherwise give the reservation back and wait.
+    if (rate_limiter_->reserve(now) > Duration::zero()) {
+      rate_limiter_->cancel_reservation();
+      return std::nullopt;
+    }
+  }
   for (auto priority = kAllPriorities.rbegin(); priority != kAllPriorities.rend(); ++priority) {
     Level& level = levels_[priority_index(*priority)];
     if (level.size == 0) continue;
@@ -351,7 +357,11 @@ std::optional<TimePoint> WorkQueue::next_wakeup_locked(TimePoint now) {
   };
   if (!delayed_.empty()) consider(delayed_.begin()->first.first);
   if (!deferred_.empty()) consider(deferred_.begin()->first.first + options_.max_deferral);
-  if (rate_limiter_ && ready_size_locked() > 0) consider(rate_limiter_->next_available(now));
+  if (rate_limiter_ && ready_size_locked() > 0) {
+    const Duration wait = rate_limiter_->reserve(now);
+    rate_limiter_->cancel_reservation();
+    consider(now + wait);
+  }
   return wakeup;
 }
 

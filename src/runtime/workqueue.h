@@ -25,11 +25,11 @@
 #include <string>
 #include <unordered_map>
 
+#include "kube/token_bucket.h"
 #include "runtime/backoff.h"
 #include "runtime/clock.h"
 #include "runtime/object_key.h"
 #include "runtime/priority.h"
-#include "runtime/token_bucket.h"
 #include "runtime/workqueue_metrics.h"
 
 namespace myop::runtime {
@@ -41,9 +41,9 @@ struct WorkQueueOptions {
   std::size_t low_priority_watermark = 0;
   Duration max_deferral = std::chrono::seconds(60);
   ExponentialBackoff backoff{};
-  // Optional overall limit on hand-outs; rate must be > 0 when set.
+  // Optional overall limit on hand-outs (kube::TokenBucket, driven by `clock`).
   std::optional<double> rate_per_second;
-  double burst = 100;
+  int burst = 100;
   std::shared_ptr<const Clock> clock = std::make_shared<SteadyClock>();
   std::shared_ptr<WorkQueueMetrics> metrics = std::make_shared<NullWorkQueueMetrics>();
 };
@@ -171,7 +171,7 @@ class WorkQueue {
   std::array<std::size_t, 3> depth_{};
   std::array<std::optional<TimePoint>, 3> last_promotion_{};
   std::size_t in_flight_ = 0;
-  std::optional<TokenBucket> rate_limiter_;
+  std::optional<kube::TokenBucket> rate_limiter_;
 };
 
 }  // namespace myop::runtime
