@@ -1,0 +1,64 @@
+// Canary decisions (DESIGN.md "Canary") as one pure function of the MyResource, the effective
+// feature flags, the live canary Deployment and the time.
+//
+// Steps: annotation myorg.io/canary "true" plus myorg.io/targetVersion run "<name>-canary" with the
+// image's repository at that tag (Canary=True/CanaryRunning). When spec.image reaches the target the
+// canary is deleted (Canary=False/CanaryPromoted). A canary not Available within
+// spec.canary.progressDeadlineSeconds is scaled to 0 and kept so the failure stays visible, the stable
+// Deployment untouched (Canary=False/CanaryFailed plus a Warning event); it stays failed until the
+// target changes. Removing the annotation deletes the canary and the condition.
+//
+// The caller does not call this while spec.paused or while the MyResource is being deleted.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+#include "myresource/conditions.h"
+#include "myresource/deployment_state.h"
+#include "myresource/desired.h"
+#include "myresource/features.h"
+#include "myresource/types.h"
+
+namespace myop::myresource {
+
+enum class CanaryPhase {
+  NotRequested,   // no annotation (or not "true")
+  Disabled,       // requested, but the canary feature flag is off
+  InvalidTarget,  // requested with a missing or invalid myorg.io/targetVersion
+  Running,        // the canary runs (or is starting)
+  Promoted,       // spec.image carries the target tag
+  Failed,         // not Available within the deadline: scaled to 0
+};
+
+enum class CanaryAction {
+  None,    // nothing to write
+  Apply,   // server-side apply desired_canary_deployment(resource, plan)
+  Delete,  // delete "<name>-canary"
+};
+
+struct CanaryEvent {
+  std::string type;  // "Normal" or "Warning"
+  std::string reason;
+  std::string message;
+};
+
+struct CanaryDecision {
+  CanaryPhase phase = CanaryPhase::NotRequested;
+  CanaryAction action = CanaryAction::None;
+  CanaryDeploymentPlan plan;           // meaningful for Apply
+  std::optional<Condition> condition;  // the Canary condition to set; nullopt: remove it
+  std::optional<CanaryEvent> event;    // only when this step changes the Canary condition
+  // While a canary is starting: when to look again so the deadline is noticed on time even if the
+  // canary Deployment never changes.
+  std::optional<std::chrono::seconds> requeue_after;
+};
+
+std::string_view to_string(CanaryPhase phase);
+
+// `canary` is the live "<name>-canary" Deployment from the cache, nullopt when there is none.
+CanaryDecision decide_canary(const MyResource& resource, const Features& features,
+                             const std::optional<DeploymentState>& canary, WallTime now);
+
+}  // namespace myop::myresource

@@ -1,0 +1,89 @@
+#include "myresource/features.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace myop::myresource {
+namespace {
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front()))) text.remove_prefix(1);
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.remove_suffix(1);
+  return text;
+}
+
+std::string lower(std::string_view text) {
+  std::string result(text);
+  std::transform(result.begin(), result.end(), result.begin(),
+                 [](unsigned char character) { return static_cast<char>(std::tolower(character)); });
+  return result;
+}
+
+// Sets one flag; returns an error sentence or "". `source` names where the value came from.
+std::string apply_flag(Features& features, std::string_view key, std::string_view raw_value,
+                       std::string_view source) {
+  std::string value = lower(trim(raw_value));
+  auto quote = [](std::string_view text) { return "\"" + std::string(text) + "\""; };
+  if (key == kCanaryFeature || key == kOrphanSweepFeature) {
+    bool enabled;
+    if (value == "true") {
+      enabled = true;
+    } else if (value == "false") {
+      enabled = false;
+    } else {
+      return std::string(source) + ": " + std::string(key) + "=" + quote(raw_value) +
+             " is not a boolean: use true or false";
+    }
+    (key == kCanaryFeature ? features.canary : features.orphan_sweep) = enabled;
+    return "";
+  }
+  if (key == kOrphanPolicyFeature) {
+    if (value == "delete") {
+      features.orphan_policy = OrphanPolicy::Delete;
+    } else if (value == "report") {
+      features.orphan_policy = OrphanPolicy::Report;
+    } else {
+      return std::string(source) + ": orphanPolicy=" + quote(raw_value) + " is not a policy: use delete or report";
+    }
+    return "";
+  }
+  return std::string(source) + ": unknown feature flag " + quote(key) +
+         " (known flags: canary, orphanSweep, orphanPolicy; names are case-sensitive)";
+}
+
+}  // namespace
+
+std::string_view to_string(OrphanPolicy policy) { return policy == OrphanPolicy::Delete ? "delete" : "report"; }
+
+ParsedFeatures features_from_config_map(const std::map<std::string, std::string, std::less<>>& data,
+                                        const Features& defaults) {
+  ParsedFeatures parsed{defaults, {}};
+  for (const auto& [key, value] : data) {
+    std::string error = apply_flag(parsed.features, key, value, "feature ConfigMap");
+    if (!error.empty()) parsed.errors.push_back(std::move(error));
+  }
+  return parsed;
+}
+
+ParsedFeatures apply_feature_overrides(const Features& base, std::string_view annotation_value) {
+  ParsedFeatures parsed{base, {}};
+  constexpr std::string_view source = "annotation myorg.io/features";
+  std::string_view rest = annotation_value;
+  while (!trim(rest).empty()) {
+    std::size_t comma = rest.find(',');
+    std::string_view item = trim(rest.substr(0, comma));
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (item.empty()) continue;  // tolerate "a=b,,c=d" and a trailing comma
+    std::size_t equals = item.find('=');
+    if (equals == std::string_view::npos) {
+      parsed.errors.push_back(std::string(source) + ": \"" + std::string(item) +
+                              "\" is not name=value (e.g. orphanSweep=false)");
+      continue;
+    }
+    std::string error = apply_flag(parsed.features, trim(item.substr(0, equals)), item.substr(equals + 1), source);
+    if (!error.empty()) parsed.errors.push_back(std::move(error));
+  }
+  return parsed;
+}
+
+}  // namespace myop::myresource

@@ -1,0 +1,53 @@
+// Feature flags: the operator-wide switches of the ConfigMap (`--config-map`), and the per-object
+// overrides of the `myorg.io/features` annotation ("orphanSweep=false,canary=true").
+//
+// A bad value never stops the operator: the flag keeps its previous (or default) value and the error
+// says which key, which value, and what would be accepted, so it can be logged and shown as an event.
+#pragma once
+
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace myop::myresource {
+
+enum class OrphanPolicy {
+  Delete,  // delete Deployments whose controller owner is gone
+  Report,  // only count them (metric) and emit an event
+};
+
+std::string_view to_string(OrphanPolicy policy);
+
+// ConfigMap keys and annotation keys (the same names in both places).
+inline constexpr std::string_view kCanaryFeature = "canary";
+inline constexpr std::string_view kOrphanSweepFeature = "orphanSweep";
+inline constexpr std::string_view kOrphanPolicyFeature = "orphanPolicy";
+
+struct Features {
+  bool canary = true;
+  bool orphan_sweep = true;
+  // Report by default: a Deployment left without an owner is often the result of
+  // `kubectl delete --cascade=orphan`, where the user asked for it to stay.
+  OrphanPolicy orphan_policy = OrphanPolicy::Report;
+
+  bool operator==(const Features&) const = default;
+};
+
+struct ParsedFeatures {
+  Features features;
+  std::vector<std::string> errors;  // one sentence per bad key or value
+
+  bool ok() const { return errors.empty(); }
+};
+
+// Applies the ConfigMap `data` on top of `defaults`. Keys that are not feature flags are errors too
+// (a typo such as "orphansweep" would otherwise be silently ignored).
+ParsedFeatures features_from_config_map(const std::map<std::string, std::string, std::less<>>& data,
+                                        const Features& defaults = Features{});
+
+// Applies the `myorg.io/features` annotation value ("name=value,name=value") on top of `base`.
+// An empty value changes nothing.
+ParsedFeatures apply_feature_overrides(const Features& base, std::string_view annotation_value);
+
+}  // namespace myop::myresource

@@ -1,0 +1,270 @@
+#include "myresource/types.h"
+
+#include <limits>
+
+#include "myresource/image_reference.h"
+
+namespace myop::myresource {
+namespace {
+
+using kube::find_member;
+using kube::JsonValue;
+
+std::string string_of(const JsonValue& value) { return std::string(value.GetString(), value.GetStringLength()); }
+
+// Reads an optional int32 member; records a problem when present but not an int32.
+std::optional<std::int32_t> read_int32(const JsonValue& parent, std::string_view key, std::string_view field,
+                                       std::vector<std::string>& problems) {
+  const JsonValue* value = find_member(parent, key);
+  if (value == nullptr || value->IsNull()) return std::nullopt;
+  if (value->IsInt()) return value->GetInt();
+  if (value->IsNumber()) {  // too large, or a fraction
+    problems.push_back(std::string(field) + " must be a 32-bit integer");
+    return std::nullopt;
+  }
+  problems.push_back(std::string(field) + " must be an integer");
+  return std::nullopt;
+}
+
+std::optional<std::string> read_string(const JsonValue& parent, std::string_view key, std::string_view field,
+                                       std::vector<std::string>& problems) {
+  const JsonValue* value = find_member(parent, key);
+  if (value == nullptr || value->IsNull()) return std::nullopt;
+  if (!value->IsString()) {
+    problems.push_back(std::string(field) + " must be a string");
+    return std::nullopt;
+  }
+  return string_of(*value);
+}
+
+std::map<std::string, std::string> read_quantities(const JsonValue& parent, std::string_view key,
+                                                   std::string_view field, std::vector<std::string>& problems) {
+  std::map<std::string, std::string> quantities;
+  const JsonValue* value = find_member(parent, key);
+  if (value == nullptr || value->IsNull()) return quantities;
+  if (!value->IsObject()) {
+    problems.push_back(std::string(field) + " must be a map of resource name to quantity");
+    return quantities;
+  }
+  for (const auto& member : value->GetObject()) {
+    std::string name = string_of(member.name);
+    if (member.value.IsString()) {
+      quantities[name] = string_of(member.value);
+    } else if (member.value.IsInt64()) {
+      quantities[name] = std::to_string(member.value.GetInt64());
+    } else {
+      problems.push_back(std::string(field) + "." + name + " must be a quantity such as 100m, 1 or 128Mi");
+    }
+  }
+  return quantities;
+}
+
+bool is_env_name(std::string_view name) {
+  if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
+  for (char character : name) {
+    bool allowed = (character >= 'a' && character <= 'z') || (character >= 'A' && character <= 'Z') ||
+                   (character >= '0' && character <= '9') || character == '_' || character == '-' ||
+                   character == '.';
+    if (!allowed) return false;
+  }
+  return true;
+}
+
+void read_metadata(const JsonValue& object, Metadata& metadata) {
+  kube::ObjectView view(object);
+  metadata.name = std::string(view.name());
+  metadata.namespace_name = std::string(view.namespace_name());
+  metadata.uid = std::string(view.uid());
+  metadata.resource_version = std::string(view.resource_version());
+  metadata.generation = view.generation();
+  metadata.labels = view.labels();
+  metadata.annotations = view.annotations();
+  for (std::string_view finalizer : view.finalizers()) metadata.finalizers.emplace_back(finalizer);
+  if (auto deletion = view.deletion_timestamp()) metadata.deletion_timestamp = std::string(*deletion);
+}
+
+void read_spec(const JsonValue& spec_value, Spec& spec, std::vector<std::string>& problems) {
+  if (auto image = read_string(spec_value, "image", "spec.image", problems)) spec.image = *image;
+  if (auto replicas = read_int32(spec_value, "replicas", "spec.replicas", problems)) spec.replicas = *replicas;
+  spec.port = read_int32(spec_value, "port", "spec.port", problems);
+
+  if (const JsonValue* env = find_member(spec_value, "env"); env != nullptr && !env->IsNull()) {
+    if (!env->IsArray()) {
+      problems.push_back("spec.env must be a list of {name, value}");
+    } else {
+      for (rapidjson::SizeType index = 0; index < env->Size(); ++index) {
+        const JsonValue& item = (*env)[index];
+        std::string field = "spec.env[" + std::to_string(index) + "]";
+        if (!item.IsObject()) {
+          problems.push_back(field + " must be an object with name and value");
+          continue;
+        }
+        EnvVar variable;
+        if (auto name = read_string(item, "name", field + ".name", problems)) variable.name = *name;
+        if (auto value = read_string(item, "value", field + ".value", problems)) variable.value = *value;
+        spec.env.push_back(std::move(variable));
+      }
+    }
+  }
+
+  if (const JsonValue* resources = find_member(spec_value, "resources");
+      resources != nullptr && !resources->IsNull()) {
+    if (!resources->IsObject()) {
+      problems.push_back("spec.resources must be an object with requests and limits");
+    } else {
+      spec.resources.requests = read_quantities(*resources, "requests", "spec.resources.requests", problems);
+      spec.resources.limits = read_quantities(*resources, "limits", "spec.resources.limits", problems);
+    }
+  }
+
+  if (const JsonValue* paused = find_member(spec_value, "paused"); paused != nullptr && !paused->IsNull()) {
+    if (paused->IsBool()) {
+      spec.paused = paused->GetBool();
+    } else {
+      problems.push_back("spec.paused must be true or false");
+    }
+  }
+
+  if (const JsonValue* canary = find_member(spec_value, "canary"); canary != nullptr && !canary->IsNull()) {
+    if (!canary->IsObject()) {
+      problems.push_back("spec.canary must be an object with replicas and progressDeadlineSeconds");
+    } else {
+      if (auto replicas = read_int32(*canary, "replicas", "spec.canary.replicas", problems)) {
+        spec.canary.replicas = *replicas;
+      }
+      if (auto deadline =
+              read_int32(*canary, "progressDeadlineSeconds", "spec.canary.progressDeadlineSeconds", problems)) {
+        spec.canary.progress_deadline_seconds = *deadline;
+      }
+    }
+  }
+}
+
+std::int64_t read_int64_or_zero(const JsonValue& parent, std::string_view key) {
+  const JsonValue* value = find_member(parent, key);
+  return value != nullptr && value->IsInt64() ? value->GetInt64() : 0;
+}
+
+// Status is written by the operator only; a malformed field reads as empty rather than as a problem.
+void read_status(const JsonValue& status_value, Status& status) {
+  status.observed_generation = read_int64_or_zero(status_value, "observedGeneration");
+  auto text = [&](std::string_view key) {
+    const JsonValue* value = find_member(status_value, key);
+    return value != nullptr && value->IsString() ? string_of(*value) : std::string();
+  };
+  status.spec_hash = text("specHash");
+  status.image = text("image");
+  status.canary_image = text("canaryImage");
+  status.replica_summary = text("replicaSummary");
+  status.replicas = static_cast<std::int32_t>(read_int64_or_zero(status_value, "replicas"));
+  status.ready_replicas = static_cast<std::int32_t>(read_int64_or_zero(status_value, "readyReplicas"));
+  status.updated_replicas = static_cast<std::int32_t>(read_int64_or_zero(status_value, "updatedReplicas"));
+  if (const JsonValue* conditions = find_member(status_value, "conditions");
+      conditions != nullptr && conditions->IsArray()) {
+    for (const JsonValue& item : conditions->GetArray()) {
+      if (auto condition = parse_condition(item)) status.conditions.push_back(std::move(*condition));
+    }
+  }
+}
+
+}  // namespace
+
+bool Metadata::has_finalizer(std::string_view finalizer) const {
+  for (const std::string& present : finalizers) {
+    if (present == finalizer) return true;
+  }
+  return false;
+}
+
+std::optional<std::string_view> Metadata::annotation(std::string_view key) const {
+  auto found = annotations.find(key);
+  if (found == annotations.end()) return std::nullopt;
+  return std::string_view(found->second);
+}
+
+std::string ParsedMyResource::problem_message() const {
+  std::string message;
+  for (const std::string& problem : problems) {
+    if (!message.empty()) message += "; ";
+    message += problem;
+  }
+  return message;
+}
+
+std::optional<Condition> parse_condition(const kube::JsonValue& value) {
+  if (!value.IsObject()) return std::nullopt;
+  auto text = [&](std::string_view key) {
+    const JsonValue* member = find_member(value, key);
+    return member != nullptr && member->IsString() ? string_of(*member) : std::string();
+  };
+  Condition condition;
+  condition.type = text("type");
+  std::optional<ConditionStatus> status = parse_condition_status(text("status"));
+  if (condition.type.empty() || !status) return std::nullopt;
+  condition.status = *status;
+  condition.reason = text("reason");
+  condition.message = text("message");
+  condition.last_transition_time = text("lastTransitionTime");
+  condition.observed_generation = read_int64_or_zero(value, "observedGeneration");
+  return condition;
+}
+
+std::vector<std::string> validate_spec(const Spec& spec) {
+  std::vector<std::string> problems;
+  if (spec.image.empty()) {
+    problems.push_back("spec.image is required: set an image with a tag or digest, e.g. app:1.2.3");
+  } else if (std::string problem = image_problem(spec.image); !problem.empty()) {
+    problems.push_back(std::move(problem));
+  }
+  if (spec.replicas < 0 || spec.replicas > kMaximumReplicas) {
+    problems.push_back("spec.replicas must be between 0 and 1000, not " + std::to_string(spec.replicas));
+  }
+  if (spec.port && (*spec.port < 1 || *spec.port > 65535)) {
+    problems.push_back("spec.port must be a TCP port between 1 and 65535, not " + std::to_string(*spec.port));
+  }
+  std::map<std::string_view, int> seen_names;
+  for (const EnvVar& variable : spec.env) {
+    if (!is_env_name(variable.name)) {
+      problems.push_back("spec.env[].name \"" + variable.name +
+                         "\" must consist of letters, digits, '_', '-' or '.', and must not start with a digit");
+    } else if (++seen_names[variable.name] == 2) {
+      problems.push_back("spec.env has the name \"" + variable.name + "\" more than once");
+    }
+  }
+  if (spec.canary.replicas < 1 || spec.canary.replicas > kMaximumReplicas) {
+    problems.push_back("spec.canary.replicas must be between 1 and 1000, not " +
+                       std::to_string(spec.canary.replicas));
+  }
+  if (spec.canary.progress_deadline_seconds < 1 ||
+      spec.canary.progress_deadline_seconds > kMaximumProgressDeadlineSeconds) {
+    problems.push_back("spec.canary.progressDeadlineSeconds must be between 1 and 86400, not " +
+                       std::to_string(spec.canary.progress_deadline_seconds));
+  }
+  return problems;
+}
+
+ParsedMyResource parse_myresource(const kube::JsonValue& object) {
+  ParsedMyResource parsed;
+  if (!object.IsObject()) {
+    parsed.problems.push_back("the object is not a JSON object");
+    return parsed;
+  }
+  read_metadata(object, parsed.resource.metadata);
+  if (parsed.resource.metadata.name.size() > kMaximumNameLength) {
+    parsed.problems.push_back("metadata.name must be at most 63 characters: it is the value of labels on the "
+                              "Deployments");
+  }
+  const JsonValue* spec = find_member(object, "spec");
+  if (spec == nullptr || !spec->IsObject()) {
+    parsed.problems.push_back("spec is required: set at least spec.image");
+  } else {
+    read_spec(*spec, parsed.resource.spec, parsed.problems);
+  }
+  if (const JsonValue* status = find_member(object, "status"); status != nullptr && status->IsObject()) {
+    read_status(*status, parsed.resource.status);
+  }
+  for (std::string& problem : validate_spec(parsed.resource.spec)) parsed.problems.push_back(std::move(problem));
+  return parsed;
+}
+
+}  // namespace myop::myresource

@@ -1,0 +1,86 @@
+#include "myresource/features.h"
+
+#include <catch2/catch.hpp>
+
+using namespace myop::myresource;
+
+TEST_CASE("defaults: canary on, orphan sweep on, orphans reported", "[myresource][features]") {
+  Features features;
+  CHECK(features.canary);
+  CHECK(features.orphan_sweep);
+  CHECK(features.orphan_policy == OrphanPolicy::Report);
+  auto parsed = features_from_config_map({});
+  CHECK(parsed.ok());
+  CHECK(parsed.features == Features{});
+}
+
+TEST_CASE("features_from_config_map reads every flag", "[myresource][features]") {
+  auto parsed = features_from_config_map({{"canary", "false"}, {"orphanSweep", " FALSE "}, {"orphanPolicy", "Delete"}});
+  CHECK(parsed.ok());
+  CHECK_FALSE(parsed.features.canary);
+  CHECK_FALSE(parsed.features.orphan_sweep);
+  CHECK(parsed.features.orphan_policy == OrphanPolicy::Delete);
+}
+
+TEST_CASE("bad ConfigMap values keep the previous value and say why", "[myresource][features]") {
+  struct Case {
+    std::string key;
+    std::string value;
+    std::string expected_error;
+  };
+  auto [key, value, expected_error] = GENERATE(values<Case>({
+      {"canary", "yes", "is not a boolean: use true or false"},
+      {"orphanSweep", "", "is not a boolean"},
+      {"orphanPolicy", "purge", "use delete or report"},
+      {"orphansweep", "false", "unknown feature flag \"orphansweep\""},
+  }));
+  CAPTURE(key, value);
+  Features previous;
+  previous.canary = false;
+  previous.orphan_policy = OrphanPolicy::Delete;
+  auto parsed = features_from_config_map({{key, value}}, previous);
+  REQUIRE(parsed.errors.size() == 1);
+  CHECK_THAT(parsed.errors[0], Catch::Contains(expected_error));
+  CHECK(parsed.features == previous);
+}
+
+TEST_CASE("one bad key does not stop the good ones", "[myresource][features]") {
+  auto parsed = features_from_config_map({{"canary", "false"}, {"orphanPolicy", "nope"}});
+  CHECK(parsed.errors.size() == 1);
+  CHECK_FALSE(parsed.features.canary);
+  CHECK(parsed.features.orphan_policy == OrphanPolicy::Report);
+}
+
+TEST_CASE("apply_feature_overrides applies the annotation on top of the ConfigMap", "[myresource][features]") {
+  Features base;
+  base.orphan_policy = OrphanPolicy::Delete;
+  struct Case {
+    std::string annotation;
+    bool canary;
+    bool orphan_sweep;
+    OrphanPolicy policy;
+  };
+  auto [annotation, canary, orphan_sweep, policy] = GENERATE(values<Case>({
+      {"", true, true, OrphanPolicy::Delete},
+      {"orphanSweep=false", true, false, OrphanPolicy::Delete},
+      {" canary = false , orphanPolicy=report ", false, true, OrphanPolicy::Report},
+      {"canary=false,", false, true, OrphanPolicy::Delete},
+      {"canary=false,canary=true", true, true, OrphanPolicy::Delete},  // the last one wins
+  }));
+  CAPTURE(annotation);
+  auto parsed = apply_feature_overrides(base, annotation);
+  CHECK(parsed.ok());
+  CHECK(parsed.features.canary == canary);
+  CHECK(parsed.features.orphan_sweep == orphan_sweep);
+  CHECK(parsed.features.orphan_policy == policy);
+}
+
+TEST_CASE("bad annotation items are reported, good ones applied", "[myresource][features]") {
+  auto parsed = apply_feature_overrides(Features{}, "orphanSweep=false,canary,colour=blue,canary=maybe");
+  CHECK_FALSE(parsed.features.orphan_sweep);
+  CHECK(parsed.features.canary);
+  REQUIRE(parsed.errors.size() == 3);
+  CHECK_THAT(parsed.errors[0], Catch::Contains("\"canary\" is not name=value"));
+  CHECK_THAT(parsed.errors[1], Catch::Contains("unknown feature flag \"colour\""));
+  CHECK_THAT(parsed.errors[2], Catch::Contains("annotation myorg.io/features"));
+}
