@@ -1,0 +1,274 @@
+#include "runtime/controller.h"
+
+#include <cstdio>
+#include <exception>
+#include <random>
+
+#include "runtime/logging.h"
+#include "runtime/prometheus_workqueue_metrics.h"
+
+namespace myop::runtime {
+
+std::string new_reconcile_id() {
+  thread_local std::mt19937_64 random{std::random_device{}()};
+  const std::uint64_t high = random();
+  const std::uint64_t low = random();
+  char text[37];
+  std::snprintf(text, sizeof text, "%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(high >> 32),
+                static_cast<unsigned>((high >> 16) & 0xffff), static_cast<unsigned>(high & 0x0fff),
+                static_cast<unsigned>(0x8000 | ((low >> 48) & 0x3fff)),
+                static_cast<unsigned long long>(low & 0xffffffffffffULL));
+  return text;
+}
+
+Controller::Controller(ControllerOptions options, std::shared_ptr<Reconciler> reconciler)
+    : options_(std::move(options)),
+      reconciler_(std::move(reconciler)),
+      metrics_(*options_.registry, options_.name) {
+  if (options_.max_concurrent_reconciles < 1) options_.max_concurrent_reconciles = 1;
+  WorkQueueOptions queue_options = options_.queue;
+  queue_options.name = options_.name;
+  queue_options.clock = options_.clock;
+  queue_options.metrics = std::make_shared<PrometheusWorkQueueMetrics>(*options_.registry, options_.name);
+  queue_ = std::make_unique<WorkQueue>(std::move(queue_options));
+  metrics_.set_max_concurrent_reconciles(options_.max_concurrent_reconciles);
+  metrics_.set_active_workers(0);
+}
+
+Controller::~Controller() { stop(Duration::zero()); }
+
+void Controller::watch(EventSource& source, EventMapper mapper, std::vector<Predicate> predicates) {
+  sources_.push_back(&source);
+  source.subscribe([this, mapper = std::move(mapper), predicates = std::move(predicates)](const ObjectEvent& event) {
+    on_event(mapper, predicates, event);
+  });
+}
+
+void Controller::watch_primary(EventSource& source, std::vector<Predicate> predicates) {
+  watch(source, enqueue_object(), std::move(predicates));
+}
+
+void Controller::watch_owned(EventSource& source, std::string owner_group, std::string owner_kind,
+                             std::vector<Predicate> predicates) {
+  watch(source, enqueue_controller_owner(std::move(owner_group), std::move(owner_kind)), std::move(predicates));
+}
+
+bool Controller::sources_synced() const {
+  for (const auto* source : sources_) {
+    if (!source->has_synced()) return false;
+  }
+  return true;
+}
+
+void Controller::on_event(const EventMapper& mapper, const std::vector<Predicate>& predicates,
+                          const ObjectEvent& event) {
+  if (!passes_all(predicates, event)) return;
+  const TimePoint seen = event.seen == TimePoint{} ? options_.clock->now() : event.seen;
+  for (const auto& request : mapper(event)) {
+    // Background work (initial list, resync) is not "an event seen" for the latency metric.
+    if (request.priority != Priority::low) restore_event_seen(request.key, seen);
+    queue_->add(request.key, {request.priority});
+  }
+}
+
+void Controller::enqueue(const ObjectKey& key, AddOptions options) { queue_->add(key, options); }
+
+void Controller::start() {
+  std::lock_guard lock(mutex_);
+  if (started_) return;
+  started_ = true;
+  for (int i = 0; i < options_.max_concurrent_reconciles; ++i) workers_.emplace_back([this] { run_worker(); });
+  watchdog_ = std::jthread([this](std::stop_token stop) { run_watchdog(stop); });
+  log(spdlog::level::info, "Starting workers",
+      {{"controller", options_.name}, {"workerCount", std::to_string(options_.max_concurrent_reconciles)}});
+}
+
+bool Controller::stop(Duration grace) {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopped_) return true;
+    stopped_ = true;
+  }
+  queue_->shut_down();
+  bool finished = true;
+  {
+    std::unique_lock lock(mutex_);
+    const TimePoint deadline = options_.clock->now() + grace;
+    while (!in_flight_.empty() && options_.clock->now() < deadline) {
+      options_.clock->wait_until(idle_, lock, deadline);
+    }
+    if (!in_flight_.empty()) {
+      finished = false;
+      for (auto& [id, reconcile] : in_flight_) {
+        log(spdlog::level::warn, "Cancelling reconcile still running at the end of the shutdown grace period",
+            {{"controller", options_.name},
+             {"namespace", reconcile.key.namespace_name},
+             {"name", reconcile.key.name},
+             {"reconcileID", id}});
+        reconcile.stop.request_stop();
+      }
+    }
+  }
+  // Workers return once their (now cancelled) reconcile returns.
+  for (auto& worker : workers_) {
+    if (worker.joinable()) worker.join();
+  }
+  if (watchdog_.joinable()) {
+    watchdog_.request_stop();
+    idle_.notify_all();
+    watchdog_.join();
+  }
+  if (started_) log(spdlog::level::info, "All workers finished", {{"controller", options_.name}});
+  return finished;
+}
+
+int Controller::active_workers() const {
+  std::lock_guard lock(mutex_);
+  return static_cast<int>(in_flight_.size());
+}
+
+void Controller::run_worker() {
+  while (auto item = queue_->get()) process(*item);
+}
+
+std::optional<TimePoint> Controller::take_event_seen(const ObjectKey& key) {
+  std::lock_guard lock(seen_mutex_);
+  auto position = event_seen_.find(key);
+  if (position == event_seen_.end()) return std::nullopt;
+  const TimePoint seen = position->second;
+  event_seen_.erase(position);
+  return seen;
+}
+
+void Controller::restore_event_seen(const ObjectKey& key, TimePoint seen) {
+  std::lock_guard lock(seen_mutex_);
+  auto [position, inserted] = event_seen_.try_emplace(key, seen);
+  if (!inserted && seen < position->second) position->second = seen;
+}
+
+void Controller::process(const WorkItem& item) {
+  const std::string reconcile_id = new_reconcile_id();
+  const TimePoint started = options_.clock->now();
+  ReconcileRequest request;
+  request.key = item.key;
+  request.reconcile_id = reconcile_id;
+  request.priority = item.priority;
+  request.failures = item.failures;
+  request.deadline = started + options_.reconcile_timeout;
+  {
+    std::lock_guard lock(mutex_);
+    auto& reconcile = in_flight_[reconcile_id];
+    reconcile.key = item.key;
+    reconcile.deadline = request.deadline;
+    request.stop = reconcile.stop.get_token();
+    metrics_.set_active_workers(static_cast<int>(in_flight_.size()));
+  }
+  const std::optional<TimePoint> seen = take_event_seen(item.key);
+
+  ReconcileResult result = invoke(request);
+
+  const TimePoint finished = options_.clock->now();
+  std::string result_label;
+  Completion completion;
+  bool handled_event = false;
+  switch (result.kind()) {
+    case ReconcileResult::Kind::done:
+      result_label = "success";
+      completion = Completion::success();
+      handled_event = true;
+      break;
+    case ReconcileResult::Kind::requeue:
+      result_label = "requeue";
+      completion = Completion::retry();
+      completion.priority = result.priority();
+      break;
+    case ReconcileResult::Kind::requeue_after:
+      result_label = "requeue_after";
+      completion = Completion::after(result.delay(), result.priority());
+      handled_event = true;
+      break;
+    case ReconcileResult::Kind::error:
+      result_label = "error";
+      completion = Completion::retry();
+      metrics_.reconcile_error();
+      log(spdlog::level::err, "Reconciler error",
+          {{"controller", options_.name},
+           {"namespace", item.key.namespace_name},
+           {"name", item.key.name},
+           {"reconcileID", reconcile_id},
+           {"failures", std::to_string(item.failures + 1)},
+           {"error", result.message()}});
+      break;
+    case ReconcileResult::Kind::terminal_error:
+      result_label = "error";
+      completion = Completion::success();  // a retry cannot help; the next change will trigger again
+      metrics_.reconcile_error();
+      metrics_.terminal_error();
+      log(spdlog::level::err, "Reconciler terminal error, not retrying",
+          {{"controller", options_.name},
+           {"namespace", item.key.namespace_name},
+           {"name", item.key.name},
+           {"reconcileID", reconcile_id},
+           {"error", result.message()}});
+      break;
+  }
+  metrics_.reconciled(result_label, finished - started);
+  if (seen) {
+    if (handled_event) {
+      metrics_.event_reconciled(finished - *seen);
+    } else if (result.kind() != ReconcileResult::Kind::terminal_error) {
+      restore_event_seen(item.key, *seen);  // latency keeps counting through retries
+    }
+  }
+  log(spdlog::level::debug, "Reconcile finished",
+      {{"controller", options_.name},
+       {"namespace", item.key.namespace_name},
+       {"name", item.key.name},
+       {"reconcileID", reconcile_id},
+       {"result", result_label},
+       {"seconds", std::to_string(to_seconds(finished - started))}});
+
+  queue_->done(item, completion);
+  {
+    std::lock_guard lock(mutex_);
+    in_flight_.erase(reconcile_id);
+    metrics_.set_active_workers(static_cast<int>(in_flight_.size()));
+  }
+  idle_.notify_all();
+}
+
+ReconcileResult Controller::invoke(const ReconcileRequest& request) {
+  try {
+    return reconciler_->reconcile(request);
+  } catch (const std::exception& exception) {
+    metrics_.panic();
+    return ReconcileResult::error(std::string("reconciler threw an exception: ") + exception.what());
+  } catch (...) {
+    metrics_.panic();
+    return ReconcileResult::error("reconciler threw a non-standard exception");
+  }
+}
+
+void Controller::run_watchdog(std::stop_token stop) {
+  std::unique_lock lock(mutex_);
+  while (!stop.stop_requested()) {
+    const TimePoint now = options_.clock->now();
+    for (auto& [id, reconcile] : in_flight_) {
+      if (now >= reconcile.deadline && !reconcile.stop.stop_requested()) {
+        log(spdlog::level::warn, "Reconcile deadline exceeded, cancelling it",
+            {{"controller", options_.name},
+             {"namespace", reconcile.key.namespace_name},
+             {"name", reconcile.key.name},
+             {"reconcileID", id}});
+        reconcile.stop.request_stop();
+      }
+    }
+    lock.unlock();
+    queue_->publish_in_flight_metrics();
+    lock.lock();
+    if (stop.stop_requested()) break;
+    options_.clock->wait_until(idle_, lock, options_.clock->now() + std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace myop::runtime

@@ -1,0 +1,107 @@
+#pragma once
+// A controller: event sources -> mappers and predicates -> work queue -> a pool of reconcile
+// workers. Level-triggered like controller-runtime: events only say which key to look at.
+//
+// - At most `max_concurrent_reconciles` reconciles run at once, never two for one key.
+// - A reconcile gets a deadline; when it passes, the request's stop token is triggered (the
+//   kube client honours it) and the worker is expected to return an error soon after.
+// - An exception from the reconciler is counted (controller_runtime_reconcile_panics_total),
+//   logged and retried with backoff; it never escapes a worker.
+// - stop() stops taking work, lets in-flight reconciles finish within a grace period, then cancels.
+#include <prometheus/registry.h>
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/clock.h"
+#include "runtime/controller_metrics.h"
+#include "runtime/event_handler.h"
+#include "runtime/object_event.h"
+#include "runtime/predicate.h"
+#include "runtime/reconciler.h"
+#include "runtime/workqueue.h"
+
+namespace myop::runtime {
+
+struct ControllerOptions {
+  std::string name = "controller";
+  int max_concurrent_reconciles = 4;
+  Duration reconcile_timeout = std::chrono::minutes(1);
+  // Queue tuning; its name, clock and metrics are set by the controller.
+  WorkQueueOptions queue{};
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  std::shared_ptr<const Clock> clock = std::make_shared<SteadyClock>();
+};
+
+class Controller {
+ public:
+  Controller(ControllerOptions options, std::shared_ptr<Reconciler> reconciler);
+  ~Controller();
+  Controller(const Controller&) = delete;
+  Controller& operator=(const Controller&) = delete;
+
+  // Watches; call before start(). The source must outlive the controller.
+  void watch(EventSource& source, EventMapper mapper, std::vector<Predicate> predicates = {});
+  // The primary kind (For()).
+  void watch_primary(EventSource& source, std::vector<Predicate> predicates = {});
+  // A kind whose controller owner is of the primary kind (Owns()).
+  void watch_owned(EventSource& source, std::string owner_group, std::string owner_kind,
+                   std::vector<Predicate> predicates = {});
+
+  bool sources_synced() const;
+
+  // Direct enqueue (e.g. from a timer). Ignored after stop().
+  void enqueue(const ObjectKey& key, AddOptions options = {});
+
+  void start();
+  // Returns true when every in-flight reconcile finished within `grace`.
+  bool stop(Duration grace = std::chrono::seconds(30));
+
+  const std::string& name() const { return options_.name; }
+  WorkQueue& queue() { return *queue_; }
+  int active_workers() const;
+
+ private:
+  struct InFlight {
+    ObjectKey key;
+    std::stop_source stop;
+    TimePoint deadline;
+  };
+
+  void on_event(const EventMapper& mapper, const std::vector<Predicate>& predicates, const ObjectEvent& event);
+  void run_worker();
+  void process(const WorkItem& item);
+  ReconcileResult invoke(const ReconcileRequest& request);
+  void run_watchdog(std::stop_token stop);
+  std::optional<TimePoint> take_event_seen(const ObjectKey& key);
+  void restore_event_seen(const ObjectKey& key, TimePoint seen);
+
+  ControllerOptions options_;
+  std::shared_ptr<Reconciler> reconciler_;
+  ControllerMetrics metrics_;
+  std::unique_ptr<WorkQueue> queue_;
+  std::vector<EventSource*> sources_;
+
+  mutable std::mutex mutex_;
+  std::condition_variable idle_;
+  std::unordered_map<std::string, InFlight> in_flight_;  // by reconcile id
+  bool started_ = false;
+  bool stopped_ = false;
+
+  std::mutex seen_mutex_;
+  std::unordered_map<ObjectKey, TimePoint, ObjectKeyHash> event_seen_;
+
+  std::vector<std::thread> workers_;
+  std::jthread watchdog_;
+};
+
+// A random UUID (version 4) for reconcile ids.
+std::string new_reconcile_id();
+
+}  // namespace myop::runtime

@@ -1,0 +1,31 @@
+#pragma once
+// Test double of EventSource: the test emits events by hand.
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "runtime/object_event.h"
+
+namespace myop::runtime {
+
+class InMemoryEventSource final : public EventSource {
+ public:
+  void subscribe(EventHandler handler) override {
+    std::lock_guard lock(mutex_);
+    handlers_.push_back(std::move(handler));
+  }
+  bool has_synced() const override { return synced_; }
+  void set_synced(bool synced) { synced_ = synced; }
+
+  void emit(const ObjectEvent& event) {
+    std::lock_guard lock(mutex_);
+    for (auto& handler : handlers_) handler(event);
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<EventHandler> handlers_;
+  std::atomic<bool> synced_{true};
+};
+
+}  // namespace myop::runtime
