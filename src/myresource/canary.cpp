@@ -32,7 +32,8 @@ void announce(CanaryDecision& decision, const MyResource& resource, std::string_
       previous->reason == decision.condition->reason) {
     return;
   }
-  decision.event = CanaryEvent{std::string(event_type), decision.condition->reason, decision.condition->message};
+  decision.event =
+      CanaryEvent{std::string(event_type), decision.condition->reason, decision.condition->message};
 }
 
 // Nothing should run: delete a canary that exists.
@@ -75,10 +76,10 @@ CanaryDecision decide_canary(const MyResource& resource, const Features& feature
 
   if (!features.canary) {
     CanaryDecision decision = without_canary(CanaryPhase::Disabled, canary);
-    decision.condition = canary_condition(
-        resource, ConditionStatus::False, reason::kCanaryDisabled,
-        "the canary feature is switched off (key canary in the operator's feature ConfigMap, or canary=false in "
-        "annotation myorg.io/features); no canary runs");
+    decision.condition = canary_condition(resource, ConditionStatus::False, reason::kCanaryDisabled,
+                                          "the canary feature is switched off (key canary in the operator's "
+                                          "feature ConfigMap, or canary=false in "
+                                          "annotation myorg.io/features); no canary runs");
     announce(decision, resource, "Warning");
     return decision;
   }
@@ -86,14 +87,17 @@ CanaryDecision decide_canary(const MyResource& resource, const Features& feature
   std::optional<std::string_view> target = resource.metadata.annotation(kTargetVersionAnnotation);
   std::string target_problem;
   if (!target || target->empty()) {
-    target_problem = "annotation myorg.io/canary is \"true\" but myorg.io/targetVersion is missing: set it to "
-                     "the tag the canary should run";
+    target_problem =
+        "annotation myorg.io/canary is \"true\" but myorg.io/targetVersion is missing: set it to "
+        "the tag the canary should run";
   } else if (!is_valid_tag(*target)) {
-    target_problem = "annotation myorg.io/targetVersion \"" + std::string(*target) +
-                     "\" is not a valid image tag: use 1 to 128 letters, digits, '_', '.' or '-', not starting "
-                     "with '.' or '-' (e.g. 1.8.0)";
+    target_problem =
+        "annotation myorg.io/targetVersion \"" + std::string(*target) +
+        "\" is not a valid image tag: use 1 to 128 letters, digits, '_', '.' or '-', not starting "
+        "with '.' or '-' (e.g. 1.8.0)";
   } else if (*target == "latest") {
-    target_problem = "annotation myorg.io/targetVersion must not be \"latest\": a canary needs an immutable tag";
+    target_problem =
+        "annotation myorg.io/targetVersion must not be \"latest\": a canary needs an immutable tag";
   }
   std::optional<ImageReference> stable = parse_image_reference(resource.spec.image);
   if (target_problem.empty() && !stable) {
@@ -139,8 +143,8 @@ CanaryDecision decide_canary(const MyResource& resource, const Features& feature
   // with nothing available. Sticky: once reported as failed for this image, it stays failed while
   // scaled to 0, since the Deployment then looks "complete" to the Deployment controller.
   const Condition* previous = find_condition(resource.status.conditions, condition_type::kCanary);
-  const bool reported_failed = previous != nullptr && previous->reason == reason::kCanaryFailed && same_image &&
-                               canary->desired_replicas == 0;
+  const bool reported_failed = previous != nullptr && previous->reason == reason::kCanaryFailed &&
+                               same_image && canary->desired_replicas == 0;
   const bool native_deadline_exceeded =
       same_image && canary->observed_generation >= canary->generation && canary->progress_deadline_exceeded;
   const bool nothing_available = !same_image || canary->available_replicas == 0;
@@ -153,12 +157,13 @@ CanaryDecision decide_canary(const MyResource& resource, const Features& feature
   if (failed) {
     decision.phase = CanaryPhase::Failed;
     decision.plan.replicas = 0;
-    decision.condition = canary_condition(
-        resource, ConditionStatus::False, reason::kCanaryFailed,
-        "canary " + canary_name + " (" + image + ") was not Available within " +
-            std::to_string(settings.progress_deadline_seconds) +
-            "s: scaled to 0, stable Deployment untouched; set another myorg.io/targetVersion to retry or remove "
-            "myorg.io/canary");
+    decision.condition =
+        canary_condition(resource, ConditionStatus::False, reason::kCanaryFailed,
+                         "canary " + canary_name + " (" + image + ") was not Available within " +
+                             std::to_string(settings.progress_deadline_seconds) +
+                             "s: scaled to 0, stable Deployment untouched; set another "
+                             "myorg.io/targetVersion to retry or remove "
+                             "myorg.io/canary");
     announce(decision, resource, "Warning");
     return decision;
   }

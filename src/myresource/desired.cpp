@@ -22,12 +22,16 @@ class Builder {
   void add(JsonValue& parent, std::string_view key, JsonValue value) {
     parent.AddMember(string(key), value, allocator_);
   }
-  void add(JsonValue& parent, std::string_view key, std::string_view value) { add(parent, key, string(value)); }
+  void add(JsonValue& parent, std::string_view key, std::string_view value) {
+    add(parent, key, string(value));
+  }
   void add(JsonValue& parent, std::string_view key, const char* value) {
     add(parent, key, string(std::string_view(value)));
   }
   void add(JsonValue& parent, std::string_view key, bool value) { add(parent, key, JsonValue(value)); }
-  void add(JsonValue& parent, std::string_view key, std::int32_t value) { add(parent, key, JsonValue(value)); }
+  void add(JsonValue& parent, std::string_view key, std::int32_t value) {
+    add(parent, key, JsonValue(value));
+  }
   void push(JsonValue& array, JsonValue value) { array.PushBack(value, allocator_); }
 
   template <typename Map>
@@ -93,7 +97,8 @@ JsonValue container(Builder& builder, const Spec& spec, std::string_view image) 
     if (!spec.resources.requests.empty()) {
       builder.add(resources, "requests", builder.string_map(spec.resources.requests));
     }
-    if (!spec.resources.limits.empty()) builder.add(resources, "limits", builder.string_map(spec.resources.limits));
+    if (!spec.resources.limits.empty())
+      builder.add(resources, "limits", builder.string_map(spec.resources.limits));
     builder.add(result, "resources", std::move(resources));
   }
   builder.add(result, "securityContext", container_security_context(builder));
@@ -187,7 +192,8 @@ std::map<std::string, std::string> child_selector(std::string_view myresource_na
 }
 
 kube::Object desired_stable_deployment(const MyResource& resource) {
-  return build_deployment(resource, {Track::Stable, resource.spec.image, resource.spec.replicas, std::nullopt, {}});
+  return build_deployment(resource,
+                          {Track::Stable, resource.spec.image, resource.spec.replicas, std::nullopt, {}});
 }
 
 kube::Object desired_canary_deployment(const MyResource& resource, const CanaryDeploymentPlan& plan) {

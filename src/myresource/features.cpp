@@ -43,7 +43,8 @@ std::string apply_flag(Features& features, std::string_view key, std::string_vie
     } else if (value == "report") {
       features.orphan_policy = OrphanPolicy::Report;
     } else {
-      return std::string(source) + ": orphanPolicy=" + quote(raw_value) + " is not a policy: use delete or report";
+      return std::string(source) + ": orphanPolicy=" + quote(raw_value) +
+             " is not a policy: use delete or report";
     }
     return "";
   }
@@ -53,7 +54,9 @@ std::string apply_flag(Features& features, std::string_view key, std::string_vie
 
 }  // namespace
 
-std::string_view to_string(OrphanPolicy policy) { return policy == OrphanPolicy::Delete ? "delete" : "report"; }
+std::string_view to_string(OrphanPolicy policy) {
+  return policy == OrphanPolicy::Delete ? "delete" : "report";
+}
 
 ParsedFeatures features_from_config_map(const std::map<std::string, std::string, std::less<>>& data,
                                         const Features& defaults) {
@@ -80,7 +83,8 @@ ParsedFeatures apply_feature_overrides(const Features& base, std::string_view an
                               "\" is not name=value (e.g. orphanSweep=false)");
       continue;
     }
-    std::string error = apply_flag(parsed.features, trim(item.substr(0, equals)), item.substr(equals + 1), source);
+    std::string error =
+        apply_flag(parsed.features, trim(item.substr(0, equals)), item.substr(equals + 1), source);
     if (!error.empty()) parsed.errors.push_back(std::move(error));
   }
   return parsed;

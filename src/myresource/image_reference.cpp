@@ -30,8 +30,8 @@ bool is_path_component(std::string_view component) {
     char separator = component[index];
     while (index < component.size() && component[index] == separator) ++index;
     std::size_t run_length = index - run_start;
-    bool valid_run = (separator == '.' && run_length == 1) || (separator == '_' && run_length <= 2) ||
-                     separator == '-';
+    bool valid_run =
+        (separator == '.' && run_length == 1) || (separator == '_' && run_length <= 2) || separator == '-';
     if (!valid_run || index == component.size() || !is_lower_alphanumeric(component[index])) return false;
   }
   return true;
@@ -114,7 +114,8 @@ std::optional<ImageReference> parse_image_reference(std::string_view image) {
   std::size_t last_slash = name_and_tag.rfind('/');
   std::size_t tag_colon = name_and_tag.rfind(':');
   std::string_view name = name_and_tag;
-  if (tag_colon != std::string_view::npos && (last_slash == std::string_view::npos || tag_colon > last_slash)) {
+  if (tag_colon != std::string_view::npos &&
+      (last_slash == std::string_view::npos || tag_colon > last_slash)) {
     std::string_view tag = name_and_tag.substr(tag_colon + 1);
     if (!is_valid_tag(tag)) return std::nullopt;
     reference.tag = std::string(tag);

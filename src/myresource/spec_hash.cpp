@@ -13,7 +13,8 @@ std::string spec_hash(const kube::JsonValue& spec) {
   std::string canonical = kube::canonical_json(spec);
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int digest_length = 0;
-  if (EVP_Digest(canonical.data(), canonical.size(), digest.data(), &digest_length, EVP_sha256(), nullptr) != 1) {
+  if (EVP_Digest(canonical.data(), canonical.size(), digest.data(), &digest_length, EVP_sha256(), nullptr) !=
+      1) {
     // Only a broken OpenSSL installation gets here; a wrong hash would cause write storms, so be loud.
     throw std::runtime_error("spec_hash: OpenSSL SHA-256 failed");
   }

@@ -50,8 +50,8 @@ Status compute_status(const MyResource& resource, const StatusInputs& inputs, Wa
 
   auto set = [&](std::string_view type, ConditionStatus condition_status, std::string_view reason,
                  std::string message) {
-    set_condition(status.conditions, make_condition(type, condition_status, reason, std::move(message), generation),
-                  now);
+    set_condition(status.conditions,
+                  make_condition(type, condition_status, reason, std::move(message), generation), now);
   };
   const std::string degraded_none = "no problems found";
 
@@ -70,7 +70,8 @@ Status compute_status(const MyResource& resource, const StatusInputs& inputs, Wa
 
   if (!inputs.spec_problems.empty()) {
     std::string problems;
-    for (const std::string& problem : inputs.spec_problems) problems += (problems.empty() ? "" : "; ") + problem;
+    for (const std::string& problem : inputs.spec_problems)
+      problems += (problems.empty() ? "" : "; ") + problem;
     set(condition_type::kDegraded, ConditionStatus::True, reason::kInvalidSpec,
         problems + ". Nothing is changed until the spec is fixed.");
     set(condition_type::kProgressing, ConditionStatus::False, reason::kInvalidSpec,
@@ -93,18 +94,20 @@ Status compute_status(const MyResource& resource, const StatusInputs& inputs, Wa
           "Deployment " + name + " is available (paused: changes to the spec are not applied)");
     } else {
       set(condition_type::kReady, ConditionStatus::False, reason::kPaused,
-          stable ? "Deployment " + name + " is not fully available (" + counts(*stable, stable->desired_replicas) +
-                       ") and the MyResource is paused"
+          stable ? "Deployment " + name + " is not fully available (" +
+                       counts(*stable, stable->desired_replicas) + ") and the MyResource is paused"
                  : "paused before Deployment " + name + " was created");
     }
   } else if (up_to_date) {
     set(condition_type::kReady, ConditionStatus::True, reason::kAvailable,
-        "Deployment " + name + " runs " + stable->image + " with " + std::to_string(stable->available_replicas) +
-            "/" + std::to_string(desired_replicas) + " replicas available");
+        "Deployment " + name + " runs " + stable->image + " with " +
+            std::to_string(stable->available_replicas) + "/" + std::to_string(desired_replicas) +
+            " replicas available");
     set(condition_type::kProgressing, ConditionStatus::False, reason::kAvailable, "rollout complete");
   } else {
-    std::string message = stable ? "waiting for Deployment " + name + " to roll out: " + counts(*stable, desired_replicas)
-                                 : "creating Deployment " + name;
+    std::string message =
+        stable ? "waiting for Deployment " + name + " to roll out: " + counts(*stable, desired_replicas)
+               : "creating Deployment " + name;
     set(condition_type::kReady, ConditionStatus::False, reason::kRollingOut, message);
     set(condition_type::kProgressing, ConditionStatus::True, reason::kRollingOut, message);
   }
@@ -112,11 +115,13 @@ Status compute_status(const MyResource& resource, const StatusInputs& inputs, Wa
   if (inputs.reconcile_error) {
     set(condition_type::kDegraded, ConditionStatus::True, reason::kReconcileError,
         "reconcile failed, retrying with backoff: " + *inputs.reconcile_error);
-  } else if (stable && stable->progress_deadline_exceeded && stable->observed_generation >= stable->generation &&
-             !resource.spec.paused) {
+  } else if (stable && stable->progress_deadline_exceeded &&
+             stable->observed_generation >= stable->generation && !resource.spec.paused) {
     set(condition_type::kDegraded, ConditionStatus::True, reason::kProgressDeadlineExceeded,
-        "Deployment " + name + " stopped making progress (ProgressDeadlineExceeded): check its pods with "
-        "`kubectl describe deployment " + name + "`");
+        "Deployment " + name +
+            " stopped making progress (ProgressDeadlineExceeded): check its pods with "
+            "`kubectl describe deployment " +
+            name + "`");
   } else {
     set(condition_type::kDegraded, ConditionStatus::False, reason::kAsExpected, degraded_none);
   }
@@ -133,9 +138,10 @@ Status compute_status(const MyResource& resource, const StatusInputs& inputs, Wa
 }
 
 bool status_changed(const Status& current, const Status& desired) {
-  return current.observed_generation != desired.observed_generation || current.spec_hash != desired.spec_hash ||
-         current.image != desired.image || current.canary_image != desired.canary_image ||
-         current.replicas != desired.replicas || current.ready_replicas != desired.ready_replicas ||
+  return current.observed_generation != desired.observed_generation ||
+         current.spec_hash != desired.spec_hash || current.image != desired.image ||
+         current.canary_image != desired.canary_image || current.replicas != desired.replicas ||
+         current.ready_replicas != desired.ready_replicas ||
          current.updated_replicas != desired.updated_replicas ||
          current.replica_summary != desired.replica_summary ||
          !same_conditions(current.conditions, desired.conditions);
@@ -159,7 +165,8 @@ void write_status_json(const Status& status, kube::JsonValue& out, kube::JsonAll
     JsonValue item(rapidjson::kObjectType);
     add_text(item, "type", condition.type);
     add_text(item, "status", to_string(condition.status));
-    item.AddMember("observedGeneration", JsonValue(static_cast<int64_t>(condition.observed_generation)), allocator);
+    item.AddMember("observedGeneration", JsonValue(static_cast<int64_t>(condition.observed_generation)),
+                   allocator);
     add_text(item, "lastTransitionTime", condition.last_transition_time);
     add_text(item, "reason", condition.reason);
     // message is required by the schema even when empty.

@@ -10,7 +10,9 @@ namespace {
 using kube::find_member;
 using kube::JsonValue;
 
-std::string string_of(const JsonValue& value) { return std::string(value.GetString(), value.GetStringLength()); }
+std::string string_of(const JsonValue& value) {
+  return std::string(value.GetString(), value.GetStringLength());
+}
 
 // Reads an optional int32 member; records a problem when present but not an int32.
 std::optional<std::int32_t> read_int32(const JsonValue& parent, std::string_view key, std::string_view field,
@@ -38,7 +40,8 @@ std::optional<std::string> read_string(const JsonValue& parent, std::string_view
 }
 
 std::map<std::string, std::string> read_quantities(const JsonValue& parent, std::string_view key,
-                                                   std::string_view field, std::vector<std::string>& problems) {
+                                                   std::string_view field,
+                                                   std::vector<std::string>& problems) {
   std::map<std::string, std::string> quantities;
   const JsonValue* value = find_member(parent, key);
   if (value == nullptr || value->IsNull()) return quantities;
@@ -85,7 +88,8 @@ void read_metadata(const JsonValue& object, Metadata& metadata) {
 
 void read_spec(const JsonValue& spec_value, Spec& spec, std::vector<std::string>& problems) {
   if (auto image = read_string(spec_value, "image", "spec.image", problems)) spec.image = *image;
-  if (auto replicas = read_int32(spec_value, "replicas", "spec.replicas", problems)) spec.replicas = *replicas;
+  if (auto replicas = read_int32(spec_value, "replicas", "spec.replicas", problems))
+    spec.replicas = *replicas;
   spec.port = read_int32(spec_value, "port", "spec.port", problems);
 
   if (const JsonValue* env = find_member(spec_value, "env"); env != nullptr && !env->IsNull()) {
@@ -132,8 +136,8 @@ void read_spec(const JsonValue& spec_value, Spec& spec, std::vector<std::string>
       if (auto replicas = read_int32(*canary, "replicas", "spec.canary.replicas", problems)) {
         spec.canary.replicas = *replicas;
       }
-      if (auto deadline =
-              read_int32(*canary, "progressDeadlineSeconds", "spec.canary.progressDeadlineSeconds", problems)) {
+      if (auto deadline = read_int32(*canary, "progressDeadlineSeconds",
+                                     "spec.canary.progressDeadlineSeconds", problems)) {
         spec.canary.progress_deadline_seconds = *deadline;
       }
     }
@@ -225,8 +229,9 @@ std::vector<std::string> validate_spec(const Spec& spec) {
   std::map<std::string_view, int> seen_names;
   for (const EnvVar& variable : spec.env) {
     if (!is_env_name(variable.name)) {
-      problems.push_back("spec.env[].name \"" + variable.name +
-                         "\" must consist of letters, digits, '_', '-' or '.', and must not start with a digit");
+      problems.push_back(
+          "spec.env[].name \"" + variable.name +
+          "\" must consist of letters, digits, '_', '-' or '.', and must not start with a digit");
     } else if (++seen_names[variable.name] == 2) {
       problems.push_back("spec.env has the name \"" + variable.name + "\" more than once");
     }
@@ -251,8 +256,9 @@ ParsedMyResource parse_myresource(const kube::JsonValue& object) {
   }
   read_metadata(object, parsed.resource.metadata);
   if (parsed.resource.metadata.name.size() > kMaximumNameLength) {
-    parsed.problems.push_back("metadata.name must be at most 63 characters: it is the value of labels on the "
-                              "Deployments");
+    parsed.problems.push_back(
+        "metadata.name must be at most 63 characters: it is the value of labels on the "
+        "Deployments");
   }
   const JsonValue* spec = find_member(object, "spec");
   if (spec == nullptr || !spec->IsObject()) {
@@ -263,7 +269,8 @@ ParsedMyResource parse_myresource(const kube::JsonValue& object) {
   if (const JsonValue* status = find_member(object, "status"); status != nullptr && status->IsObject()) {
     read_status(*status, parsed.resource.status);
   }
-  for (std::string& problem : validate_spec(parsed.resource.spec)) parsed.problems.push_back(std::move(problem));
+  for (std::string& problem : validate_spec(parsed.resource.spec))
+    parsed.problems.push_back(std::move(problem));
   return parsed;
 }
 

@@ -106,7 +106,7 @@ struct MyResource {
 };
 
 struct ParsedMyResource {
-  MyResource resource;  // best effort: fields that could not be read keep their defaults
+  MyResource resource;                // best effort: fields that could not be read keep their defaults
   std::vector<std::string> problems;  // one sentence per problem, naming the field
 
   bool valid() const { return problems.empty(); }

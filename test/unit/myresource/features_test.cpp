@@ -15,7 +15,8 @@ TEST_CASE("defaults: canary on, orphan sweep on, orphans reported", "[myresource
 }
 
 TEST_CASE("features_from_config_map reads every flag", "[myresource][features]") {
-  auto parsed = features_from_config_map({{"canary", "false"}, {"orphanSweep", " FALSE "}, {"orphanPolicy", "Delete"}});
+  auto parsed =
+      features_from_config_map({{"canary", "false"}, {"orphanSweep", " FALSE "}, {"orphanPolicy", "Delete"}});
   CHECK(parsed.ok());
   CHECK_FALSE(parsed.features.canary);
   CHECK_FALSE(parsed.features.orphan_sweep);
@@ -51,7 +52,8 @@ TEST_CASE("one bad key does not stop the good ones", "[myresource][features]") {
   CHECK(parsed.features.orphan_policy == OrphanPolicy::Report);
 }
 
-TEST_CASE("apply_feature_overrides applies the annotation on top of the ConfigMap", "[myresource][features]") {
+TEST_CASE("apply_feature_overrides applies the annotation on top of the ConfigMap",
+          "[myresource][features]") {
   Features base;
   base.orphan_policy = OrphanPolicy::Delete;
   struct Case {

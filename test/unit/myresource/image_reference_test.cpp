@@ -36,10 +36,10 @@ TEST_CASE("parse_image_reference splits registry port, repository, tag and diges
 }
 
 TEST_CASE("parse_image_reference refuses malformed references", "[myresource][image]") {
-  auto image = GENERATE(as<std::string>{}, "", "Nginx:1", "nginx:1 ", " nginx:1", "app:-bad", "app:.bad",
-                        "app@sha256:short", "app:1.0/x", "a___b:1", "a.-b:1", "app:", "/app:1", "app/:1",
-                        "reg:port/app:1", "-reg/app:1", "app@" + std::string(64, 'a'),
-                        "a:" + std::string(129, 't'));
+  auto image =
+      GENERATE(as<std::string>{}, "", "Nginx:1", "nginx:1 ", " nginx:1", "app:-bad", "app:.bad",
+               "app@sha256:short", "app:1.0/x", "a___b:1", "a.-b:1", "app:", "/app:1", "app/:1",
+               "reg:port/app:1", "-reg/app:1", "app@" + std::string(64, 'a'), "a:" + std::string(129, 't'));
   CAPTURE(image);
   CHECK_FALSE(parse_image_reference(image));
 }
