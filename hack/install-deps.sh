@@ -3,7 +3,7 @@
 # when everything is already installed (no apt-get update in that case).
 set -euo pipefail
 packages=(
-  g++ cmake ninja-build make pkg-config
+  g++ cmake ninja-build make pkg-config ccache
   libcpprest-dev rapidjson-dev libspdlog-dev prometheus-cpp-dev libcli11-dev catch2
   libssl-dev libyaml-cpp-dev
   openssl curl python3 lua5.1 clang libclang-rt-14-dev clang-format clang-tidy
