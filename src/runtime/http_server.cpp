@@ -1,0 +1,189 @@
+#include "runtime/http_server.h"
+
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ip/v6_only.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/version.hpp>
+
+#include <charconv>
+
+#include "runtime/logging.h"
+
+namespace myop::runtime {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+std::optional<BindAddress> parse_bind_address(const std::string& text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string::npos) return std::nullopt;
+  BindAddress address;
+  address.host = text.substr(0, colon);
+  if (address.host.size() >= 2 && address.host.front() == '[' && address.host.back() == ']') {
+    address.host = address.host.substr(1, address.host.size() - 2);
+  }
+  const std::string port = text.substr(colon + 1);
+  unsigned value = 0;
+  auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
+  if (error != std::errc() || end != port.data() + port.size() || port.empty() || value > 65535) return std::nullopt;
+  address.port = static_cast<std::uint16_t>(value);
+  return address;
+}
+
+namespace {
+
+constexpr auto kConnectionDeadline = std::chrono::seconds(10);
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, const std::map<std::string, HttpHandler>& handlers)
+      : stream_(std::move(socket)), handlers_(handlers) {}
+
+  void run() { read(); }
+
+ private:
+  void read() {
+    request_ = {};
+    stream_.expires_after(kConnectionDeadline);
+    http::async_read(stream_, buffer_, request_,
+                     [self = shared_from_this()](beast::error_code error, std::size_t) { self->on_read(error); });
+  }
+
+  void on_read(beast::error_code error) {
+    if (error) {
+      stream_.socket().shutdown(tcp::socket::shutdown_send, error);
+      return;
+    }
+    response_ = build_response();
+    response_.prepare_payload();
+    http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code write_error, std::size_t) {
+      self->on_write(write_error);
+    });
+  }
+
+  http::response<http::string_body> build_response() {
+    http::response<http::string_body> response;
+    response.version(request_.version());
+    response.keep_alive(request_.keep_alive());
+    response.set(http::field::server, "my-operator");
+    if (request_.method() != http::verb::get && request_.method() != http::verb::head) {
+      response.result(http::status::method_not_allowed);
+      response.set(http::field::allow, "GET, HEAD");
+      response.body() = "method not allowed\n";
+      return response;
+    }
+    std::string path(request_.target());
+    if (auto query = path.find('?'); query != std::string::npos) path.resize(query);
+    auto handler = handlers_.find(path);
+    if (handler == handlers_.end()) {
+      response.result(http::status::not_found);
+      response.body() = "not found\n";
+      return response;
+    }
+    HttpResponse answer;
+    try {
+      answer = handler->second();
+    } catch (const std::exception& exception) {
+      answer = {500, "text/plain; charset=utf-8", std::string("internal error: ") + exception.what() + "\n"};
+    }
+    response.result(answer.status);
+    response.set(http::field::content_type, answer.content_type);
+    if (request_.method() == http::verb::get) response.body() = std::move(answer.body);
+    return response;
+  }
+
+  void on_write(beast::error_code error) {
+    if (error) return;
+    if (!response_.keep_alive()) {
+      stream_.socket().shutdown(tcp::socket::shutdown_send, error);
+      return;
+    }
+    read();
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  http::request<http::string_body> request_;
+  http::response<http::string_body> response_;
+  const std::map<std::string, HttpHandler>& handlers_;
+};
+
+}  // namespace
+
+struct HttpServer::Implementation {
+  asio::io_context context{1};
+  tcp::acceptor acceptor{context};
+  const std::map<std::string, HttpHandler>* handlers = nullptr;
+
+  void accept() {
+    acceptor.async_accept(asio::make_strand(context), [this](beast::error_code error, tcp::socket socket) {
+      if (error == asio::error::operation_aborted || !acceptor.is_open()) return;
+      if (!error) std::make_shared<Session>(std::move(socket), *handlers)->run();
+      accept();
+    });
+  }
+};
+
+HttpServer::HttpServer(std::string name) : name_(std::move(name)) {}
+
+HttpServer::~HttpServer() { stop(); }
+
+void HttpServer::handle(const std::string& path, HttpHandler handler) { handlers_[path] = std::move(handler); }
+
+std::optional<std::string> HttpServer::start(const std::string& bind_address) {
+  auto address = parse_bind_address(bind_address);
+  if (!address) return "invalid bind address \"" + bind_address + "\" for the " + name_ + " server (want host:port)";
+  implementation_ = std::make_unique<Implementation>();
+  implementation_->handlers = &handlers_;
+  beast::error_code error;
+  asio::ip::address ip = address->host.empty() ? asio::ip::address(asio::ip::address_v6::any())
+                                               : asio::ip::make_address(address->host, error);
+  if (error) return "invalid host in bind address \"" + bind_address + "\": " + error.message();
+  tcp::endpoint endpoint(ip, address->port);
+  auto& acceptor = implementation_->acceptor;
+  acceptor.open(endpoint.protocol(), error);
+  if (!error && ip.is_v6() && address->host.empty()) acceptor.set_option(asio::ip::v6_only(false), error);
+  if (!error) acceptor.set_option(asio::socket_base::reuse_address(true), error);
+  if (!error) acceptor.bind(endpoint, error);
+  if (!error) acceptor.listen(asio::socket_base::max_listen_connections, error);
+  if (error && address->host.empty()) {
+    // No IPv6 on this host: fall back to IPv4 on all interfaces.
+    error.clear();
+    acceptor.close(error);
+    endpoint = tcp::endpoint(asio::ip::address_v4::any(), address->port);
+    acceptor.open(endpoint.protocol(), error);
+    if (!error) acceptor.set_option(asio::socket_base::reuse_address(true), error);
+    if (!error) acceptor.bind(endpoint, error);
+    if (!error) acceptor.listen(asio::socket_base::max_listen_connections, error);
+  }
+  if (error) return "cannot listen on " + bind_address + " for the " + name_ + " server: " + error.message();
+  port_ = acceptor.local_endpoint().port();
+  implementation_->accept();
+  thread_ = std::thread([this] {
+    try {
+      implementation_->context.run();
+    } catch (const std::exception& exception) {
+      log(spdlog::level::err, "HTTP server stopped on an exception", {{"server", name_}, {"error", exception.what()}});
+    }
+  });
+  log(spdlog::level::info, "Serving HTTP", {{"server", name_}, {"address", bind_address}, {"port", std::to_string(port_)}});
+  return std::nullopt;
+}
+
+void HttpServer::stop() {
+  if (!implementation_) return;
+  asio::post(implementation_->context, [this] {
+    beast::error_code ignored;
+    implementation_->acceptor.close(ignored);
+  });
+  implementation_->context.stop();
+  if (thread_.joinable()) thread_.join();
+  implementation_.reset();
+}
+
+}  // namespace myop::runtime

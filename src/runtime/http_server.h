@@ -1,0 +1,57 @@
+#pragma once
+// A small HTTP/1.1 server for probes and metrics on Boost.Beast (cpprestsdk's http_listener is not
+// meant for production serving). GET and HEAD only; one thread; every connection has a deadline so
+// a stuck scraper cannot pin it.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+namespace myop::runtime {
+
+struct HttpResponse {
+  unsigned status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::string body;
+};
+
+using HttpHandler = std::function<HttpResponse()>;
+
+struct BindAddress {
+  std::string host;  // "" = all interfaces
+  std::uint16_t port = 0;
+};
+
+// ":8080" -> all interfaces, "127.0.0.1:0" -> loopback on any free port, "[::1]:9000" -> IPv6.
+// nullopt when the text is not an address.
+std::optional<BindAddress> parse_bind_address(const std::string& text);
+
+class HttpServer {
+ public:
+  explicit HttpServer(std::string name);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Register before start(). Paths match exactly (query strings are ignored).
+  void handle(const std::string& path, HttpHandler handler);
+
+  // Binds and starts serving on a thread. Returns an error message when the address cannot be used.
+  std::optional<std::string> start(const std::string& bind_address);
+  // The bound port (useful with port 0).
+  std::uint16_t port() const { return port_; }
+  void stop();
+
+ private:
+  struct Implementation;
+  std::string name_;
+  std::map<std::string, HttpHandler> handlers_;
+  std::unique_ptr<Implementation> implementation_;
+  std::thread thread_;
+  std::uint16_t port_ = 0;
+};
+
+}  // namespace myop::runtime

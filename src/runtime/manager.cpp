@@ -1,0 +1,178 @@
+#include "runtime/manager.h"
+
+#include <prometheus/text_serializer.h>
+
+#include <condition_variable>
+#include <future>
+#include <thread>
+
+#include "runtime/logging.h"
+
+namespace myop::runtime {
+
+namespace {
+
+bool disabled(const std::string& bind_address) { return bind_address.empty() || bind_address == "0"; }
+
+}  // namespace
+
+Manager::Manager(ManagerOptions options) : options_(std::move(options)) {
+  if (!options_.registry) options_.registry = std::make_shared<prometheus::Registry>();
+  metrics_server_.handle("/metrics", [this] { return metrics(); });
+  probe_server_.handle("/healthz", [this] { return healthz(); });
+  probe_server_.handle("/readyz", [this] { return readyz(); });
+}
+
+Manager::~Manager() {
+  metrics_server_.stop();
+  probe_server_.stop();
+}
+
+void Manager::add_collectable(std::shared_ptr<prometheus::Collectable> collectable) {
+  collectables_.push_back(std::move(collectable));
+}
+void Manager::add_runnable(std::shared_ptr<Runnable> runnable) { runnables_.push_back(std::move(runnable)); }
+void Manager::add_controller(std::shared_ptr<Controller> controller) { controllers_.push_back(std::move(controller)); }
+void Manager::add_health_check(std::string name, Check check) {
+  std::lock_guard lock(checks_mutex_);
+  health_checks_.emplace_back(std::move(name), std::move(check));
+}
+void Manager::add_ready_check(std::string name, Check check) {
+  std::lock_guard lock(checks_mutex_);
+  ready_checks_.emplace_back(std::move(name), std::move(check));
+}
+
+HttpResponse Manager::healthz() {
+  std::lock_guard lock(checks_mutex_);
+  std::string failures;
+  for (const auto& [name, check] : health_checks_) {
+    if (auto failure = check()) failures += name + ": " + *failure + "\n";
+  }
+  if (!failures.empty()) return {500, "text/plain; charset=utf-8", failures};
+  return {200, "text/plain; charset=utf-8", "ok"};
+}
+
+HttpResponse Manager::readyz() {
+  std::string failures;
+  for (const auto& runnable : runnables_) {
+    if (!runnable->has_synced()) failures += runnable->name() + ": not synced\n";
+  }
+  {
+    std::lock_guard lock(checks_mutex_);
+    for (const auto& [name, check] : ready_checks_) {
+      if (auto failure = check()) failures += name + ": " + *failure + "\n";
+    }
+  }
+  if (!failures.empty() || !caches_synced_) {
+    return {503, "text/plain; charset=utf-8", failures.empty() ? "caches not synced\n" : failures};
+  }
+  return {200, "text/plain; charset=utf-8", "ok"};
+}
+
+HttpResponse Manager::metrics() {
+  auto families = options_.registry->Collect();
+  for (const auto& collectable : collectables_) {
+    auto more = collectable->Collect();
+    families.insert(families.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  }
+  return {200, "text/plain; version=0.0.4; charset=utf-8", prometheus::TextSerializer().Serialize(families)};
+}
+
+bool Manager::wait_for_caches(std::stop_token stop) {
+  const auto deadline = std::chrono::steady_clock::now() + options_.cache_sync_timeout;
+  std::mutex mutex;
+  std::condition_variable_any wake;
+  std::unique_lock lock(mutex);
+  while (!stop.stop_requested()) {
+    bool synced = true;
+    for (const auto& runnable : runnables_) synced = synced && runnable->has_synced();
+    if (synced) return true;
+    if (std::chrono::steady_clock::now() >= deadline) {
+      for (const auto& runnable : runnables_) {
+        if (!runnable->has_synced()) {
+          log(spdlog::level::err, "Timed out waiting for a cache to sync", {{"cache", runnable->name()}});
+        }
+      }
+      return false;
+    }
+    wake.wait_for(lock, stop, std::chrono::milliseconds(20), [] { return false; });
+  }
+  return false;
+}
+
+int Manager::run(std::stop_token stop) {
+  std::stop_callback forward(stop, [this] { internal_stop_.request_stop(); });
+  const std::stop_token stopping = internal_stop_.get_token();
+
+  if (!disabled(options_.health_probe_bind_address)) {
+    if (auto error = probe_server_.start(options_.health_probe_bind_address)) {
+      log(spdlog::level::err, "Cannot serve health probes", {{"error", *error}});
+      return 1;
+    }
+  }
+  if (!disabled(options_.metrics_bind_address)) {
+    if (auto error = metrics_server_.start(options_.metrics_bind_address)) {
+      log(spdlog::level::err, "Cannot serve metrics", {{"error", *error}});
+      probe_server_.stop();
+      return 1;
+    }
+  }
+
+  for (const auto& runnable : runnables_) {
+    log(spdlog::level::info, "Starting cache", {{"cache", runnable->name()}});
+    runnable->start();
+  }
+  if (!wait_for_caches(stopping)) {
+    const bool requested = stop.stop_requested();
+    shut_down();
+    return requested ? 0 : 1;
+  }
+  caches_synced_ = true;
+  log(spdlog::level::info, "Caches synced", {{"caches", std::to_string(runnables_.size())}});
+
+  if (options_.leader_elector) {
+    options_.leader_elector->on_lost([this] {
+      log(spdlog::level::err, "Leader election lost, stopping", {});
+      leadership_lost_ = true;
+      internal_stop_.request_stop();
+    });
+    log(spdlog::level::info, "Waiting for leadership", {});
+    if (!options_.leader_elector->acquire(stopping)) {
+      shut_down();
+      return leadership_lost_ ? 1 : 0;
+    }
+    log(spdlog::level::info, "Became leader, starting controllers", {});
+  }
+  for (const auto& controller : controllers_) controller->start();
+
+  {
+    std::mutex mutex;
+    std::condition_variable_any wake;
+    std::unique_lock lock(mutex);
+    wake.wait(lock, stopping, [] { return false; });
+  }
+  const bool clean = shut_down();
+  if (leadership_lost_) return 1;
+  return clean ? 0 : 1;
+}
+
+bool Manager::shut_down() {
+  // Lost leadership: another replica may already be writing, so cancel in-flight work at once.
+  const Duration grace = leadership_lost_ ? Duration::zero() : options_.graceful_shutdown_timeout;
+  log(spdlog::level::info, "Stopping controllers", {{"gracePeriodSeconds", std::to_string(to_seconds(grace))}});
+  // Controllers stop in parallel so that they share one grace period.
+  std::vector<std::future<bool>> stopped;
+  for (const auto& controller : controllers_) {
+    stopped.push_back(std::async(std::launch::async, [controller, grace] { return controller->stop(grace); }));
+  }
+  bool clean = true;
+  for (auto& result : stopped) clean = result.get() && clean;
+  if (options_.leader_elector && !leadership_lost_) options_.leader_elector->release();
+  for (const auto& runnable : runnables_) runnable->stop();
+  metrics_server_.stop();
+  probe_server_.stop();
+  log(spdlog::level::info, "Stopped", {{"clean", clean ? "true" : "false"}});
+  return clean;
+}
+
+}  // namespace myop::runtime

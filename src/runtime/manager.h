@@ -1,0 +1,89 @@
+#pragma once
+// Runs an operator: serves probes and metrics, starts caches, waits until they are synced, waits
+// for leadership, starts controllers; on stop (SIGTERM/SIGINT through SignalWatcher, or lost
+// leadership) stops taking work, gives in-flight reconciles a grace period, releases the lease,
+// and stops caches and servers.
+//
+// /healthz answers 200 while the process runs (and every health check passes).
+// /readyz answers 200 once every cache has synced (and every ready check passes), else 503.
+// /metrics serves the registry in the Prometheus text format.
+#include <prometheus/collectable.h>
+#include <prometheus/registry.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "runtime/clock.h"
+#include "runtime/controller.h"
+#include "runtime/http_server.h"
+#include "runtime/leader_elector.h"
+#include "runtime/runnable.h"
+
+namespace myop::runtime {
+
+struct ManagerOptions {
+  // "0" or "" disables a server.
+  std::string metrics_bind_address = ":8080";
+  std::string health_probe_bind_address = ":8081";
+  Duration graceful_shutdown_timeout = std::chrono::seconds(30);
+  Duration cache_sync_timeout = std::chrono::minutes(2);
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  // Null: no leader election, controllers start as soon as caches are synced.
+  std::shared_ptr<LeaderElector> leader_elector;
+};
+
+// A named check; returns an error text when failing.
+using Check = std::function<std::optional<std::string>()>;
+
+class Manager {
+ public:
+  explicit Manager(ManagerOptions options);
+  ~Manager();
+  Manager(const Manager&) = delete;
+  Manager& operator=(const Manager&) = delete;
+
+  const std::shared_ptr<prometheus::Registry>& registry() const { return options_.registry; }
+  // More metrics to serve next to the registry (e.g. the API client's).
+  void add_collectable(std::shared_ptr<prometheus::Collectable> collectable);
+
+  void add_runnable(std::shared_ptr<Runnable> runnable);
+  void add_controller(std::shared_ptr<Controller> controller);
+  void add_health_check(std::string name, Check check);
+  void add_ready_check(std::string name, Check check);
+
+  // Blocks until `stop` is requested or leadership is lost, then shuts down. Returns the exit
+  // code: 0 after a requested stop, 1 when start-up failed or leadership was lost.
+  int run(std::stop_token stop);
+
+  bool caches_synced() const { return caches_synced_; }
+  std::uint16_t metrics_port() const { return metrics_server_.port(); }
+  std::uint16_t probe_port() const { return probe_server_.port(); }
+
+ private:
+  HttpResponse healthz();
+  HttpResponse readyz();
+  HttpResponse metrics();
+  bool wait_for_caches(std::stop_token stop);
+  bool shut_down();
+
+  ManagerOptions options_;
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectables_;
+  std::vector<std::shared_ptr<Runnable>> runnables_;
+  std::vector<std::shared_ptr<Controller>> controllers_;
+  std::mutex checks_mutex_;
+  std::vector<std::pair<std::string, Check>> health_checks_;
+  std::vector<std::pair<std::string, Check>> ready_checks_;
+  HttpServer metrics_server_{"metrics"};
+  HttpServer probe_server_{"health probe"};
+  std::atomic<bool> caches_synced_{false};
+  std::atomic<bool> leadership_lost_{false};
+  std::stop_source internal_stop_;
+};
+
+}  // namespace myop::runtime

@@ -1,0 +1,201 @@
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <future>
+#include <thread>
+
+#include "http_get.h"
+#include "runtime/manager.h"
+
+using namespace std::chrono_literals;
+using namespace myop::runtime;
+using myop::runtime::testing::http_request;
+
+namespace {
+
+class FakeCache final : public Runnable {
+ public:
+  std::string name() const override { return "fake-cache"; }
+  void start() override { started = true; }
+  void stop() override { stopped = true; }
+  bool has_synced() const override { return synced; }
+  std::atomic<bool> started{false};
+  std::atomic<bool> stopped{false};
+  std::atomic<bool> synced{false};
+};
+
+class FakeElector final : public LeaderElector {
+ public:
+  bool acquire(std::stop_token stop) override {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, stop, [&] { return grant; });
+    leading = grant && !stop.stop_requested();
+    return leading;
+  }
+  void on_lost(std::function<void()> callback) override { lost = std::move(callback); }
+  bool is_leader() const override { return leading; }
+  void release() override { released = true; }
+  void set_grant() {
+    std::lock_guard lock(mutex);
+    grant = true;
+    changed.notify_all();
+  }
+  std::mutex mutex;
+  std::condition_variable_any changed;
+  bool grant = false;
+  std::atomic<bool> leading{false};
+  std::atomic<bool> released{false};
+  std::function<void()> lost;
+};
+
+class GatedReconciler final : public Reconciler {
+ public:
+  ReconcileResult reconcile(const ReconcileRequest&) override {
+    std::unique_lock lock(mutex);
+    ++started;
+    changed.notify_all();
+    changed.wait(lock, [&] { return open; });
+    ++finished;
+    return ReconcileResult::done();
+  }
+  void wait_started() {
+    std::unique_lock lock(mutex);
+    changed.wait(lock, [&] { return started > 0; });
+  }
+  void release() {
+    std::lock_guard lock(mutex);
+    open = true;
+    changed.notify_all();
+  }
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool open = false;
+  int started = 0;
+  int finished = 0;
+};
+
+// Waits (bounded, to turn a hang into a failure) for a condition that another thread makes true.
+template <typename Condition>
+bool eventually(Condition condition) {
+  for (int i = 0; i < 20000; ++i) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(1ms);
+  }
+  return false;
+}
+
+ManagerOptions local_options() {
+  ManagerOptions options;
+  options.metrics_bind_address = "127.0.0.1:0";
+  options.health_probe_bind_address = "127.0.0.1:0";
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("probes: alive at once, ready after caches sync; metrics served", "[runtime][manager]") {
+  auto options = local_options();
+  Manager manager(options);
+  auto cache = std::make_shared<FakeCache>();
+  manager.add_runnable(cache);
+  ControllerOptions controller_options;
+  controller_options.name = "demo";
+  controller_options.registry = manager.registry();
+  auto reconciler = std::make_shared<GatedReconciler>();
+  reconciler->release();
+  auto controller = std::make_shared<Controller>(controller_options, reconciler);
+  manager.add_controller(controller);
+
+  std::stop_source stop;
+  auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
+  REQUIRE(eventually([&] { return cache->started && manager.probe_port() != 0 && manager.metrics_port() != 0; }));
+  CHECK(http_request(manager.probe_port(), "/healthz").status == 200);
+  auto not_ready = http_request(manager.probe_port(), "/readyz");
+  CHECK(not_ready.status == 503);
+  CHECK_THAT(not_ready.body, Catch::Contains("fake-cache"));
+
+  cache->synced = true;
+  REQUIRE(eventually([&] { return manager.caches_synced(); }));
+  CHECK(http_request(manager.probe_port(), "/readyz").status == 200);
+
+  controller->enqueue({"a", "x"});
+  REQUIRE(eventually([&] { return controller->queue().depth() == 0 && controller->active_workers() == 0; }));
+  auto metrics = http_request(manager.metrics_port(), "/metrics");
+  CHECK(metrics.status == 200);
+  CHECK_THAT(metrics.content_type, Catch::Contains("text/plain"));
+  for (const char* name :
+       {"controller_runtime_reconcile_total", "controller_runtime_reconcile_errors_total",
+        "controller_runtime_reconcile_time_seconds", "controller_runtime_max_concurrent_reconciles",
+        "controller_runtime_active_workers", "workqueue_depth", "workqueue_adds_total",
+        "workqueue_queue_duration_seconds", "workqueue_work_duration_seconds", "workqueue_retries_total",
+        "workqueue_unfinished_work_seconds", "workqueue_longest_running_processor_seconds",
+        "myoperator_event_to_reconcile_seconds"}) {
+    INFO(name);
+    CHECK_THAT(metrics.body, Catch::Contains(std::string("# TYPE ") + name));
+  }
+  CHECK_THAT(metrics.body, Catch::Contains("workqueue_depth{name=\"demo\",priority=\"low\"}"));
+
+  stop.request_stop();
+  CHECK(exit_code.get() == 0);
+  CHECK(cache->stopped);
+}
+
+TEST_CASE("graceful shutdown waits for the in-flight reconcile and releases the lease", "[runtime][manager]") {
+  auto options = local_options();
+  auto elector = std::make_shared<FakeElector>();
+  options.leader_elector = elector;
+  Manager manager(options);
+  auto cache = std::make_shared<FakeCache>();
+  cache->synced = true;
+  manager.add_runnable(cache);
+  ControllerOptions controller_options;
+  controller_options.registry = manager.registry();
+  auto reconciler = std::make_shared<GatedReconciler>();
+  auto controller = std::make_shared<Controller>(controller_options, reconciler);
+  manager.add_controller(controller);
+  controller->enqueue({"a", "x"});
+
+  std::stop_source stop;
+  auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
+  REQUIRE(eventually([&] { return manager.caches_synced(); }));
+  // Not the leader yet: no reconcile runs.
+  CHECK(reconciler->started == 0);
+  elector->set_grant();
+  reconciler->wait_started();
+
+  stop.request_stop();
+  CHECK(exit_code.wait_for(200ms) == std::future_status::timeout);  // still waiting for the reconcile
+  CHECK_FALSE(elector->released);
+  reconciler->release();
+  CHECK(exit_code.get() == 0);
+  CHECK(reconciler->finished == 1);
+  CHECK(elector->released);
+}
+
+TEST_CASE("lost leadership stops the manager with a non-zero exit code", "[runtime][manager]") {
+  auto options = local_options();
+  auto elector = std::make_shared<FakeElector>();
+  elector->set_grant();
+  options.leader_elector = elector;
+  Manager manager(options);
+  auto cache = std::make_shared<FakeCache>();
+  cache->synced = true;
+  manager.add_runnable(cache);
+  std::stop_source stop;
+  auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
+  REQUIRE(eventually([&] { return elector->leading.load(); }));
+  elector->lost();
+  CHECK(exit_code.get() == 1);
+  CHECK_FALSE(elector->released);
+}
+
+TEST_CASE("a bind failure is reported as exit code 1", "[runtime][manager]") {
+  HttpServer squatter("squatter");
+  REQUIRE_FALSE(squatter.start("127.0.0.1:0"));
+  auto options = local_options();
+  options.health_probe_bind_address = "127.0.0.1:" + std::to_string(squatter.port());
+  Manager manager(options);
+  std::stop_source stop;
+  CHECK(manager.run(stop.get_token()) == 1);
+}
