@@ -32,8 +32,8 @@ tool_version() {
 
 tool_key() {
   local tool=$1
-  { go env GOVERSION; cat "$tools_dir/$tool"/go.mod "$tools_dir/$tool"/go.sum "$tools_dir/$tool"/*.go; } \
-    | sha256sum | cut -c1-12
+  { go env GOVERSION; cat "$tools_dir/$tool"/go.mod "$tools_dir/$tool"/go.sum "$tools_dir/$tool"/*.go;
+    cat "$tools_dir/$tool"/patch/* 2>/dev/null || true; } | sha256sum | cut -c1-12
 }
 
 bin_dir_of() { echo "$cache_root/$1-$(tool_version "$1")-$(tool_key "$1")/bin"; }
@@ -70,6 +70,17 @@ build_tool() {
         go build -o "$bin_dir/helm" \
           -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$version" helm.sh/helm/v3/cmd/helm ;;
       chainsaw)
+        # chainsaw v0.2.12 (the newest served) misses one method that Go 1.26's testing
+        # package requires; build a copy of it with that method added (see patch/).
+        local source patched=$bin_dir/../src
+        source=$(go list -m -f '{{.Dir}}' github.com/kyverno/chainsaw)
+        rm -rf "$patched" && mkdir -p "$patched"
+        cp -r "$source" "$patched/chainsaw" && chmod -R u+w "$patched/chainsaw"
+        cp "$tools_dir/chainsaw/patch/test_deps_module_path.go.in" \
+          "$patched/chainsaw/pkg/runner/internal/test_deps_module_path.go"
+        cp go.mod go.sum tools.go "$patched/"
+        cd "$patched"
+        go mod edit -replace "github.com/kyverno/chainsaw=./chainsaw"
         go build -o "$bin_dir/chainsaw" -ldflags "-s -w" github.com/kyverno/chainsaw ;;
     esac
   )
