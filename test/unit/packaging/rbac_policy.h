@@ -1,0 +1,88 @@
+#pragma once
+// The least-privilege rules every RBAC object we ship must follow: no "*" in apiGroups,
+// resources, verbs, resourceNames or nonResourceURLs, no escalate/bind/impersonate, and no
+// binding to cluster-admin. Used on config/rbac (unit test) and on the rendered Helm chart
+// (integration test).
+
+#include <yaml-cpp/yaml.h>
+
+#include <set>
+#include <string>
+#include <vector>
+
+namespace myop::packaging {
+
+inline std::string object_name(const YAML::Node& object) {
+  return object["kind"].as<std::string>("?") + "/" + object["metadata"]["name"].as<std::string>("?");
+}
+
+// One line per violation; empty when the objects follow the rules.
+inline std::vector<std::string> rbac_violations(const std::vector<YAML::Node>& objects) {
+  static const std::set<std::string> dangerous_verbs = {"escalate", "bind", "impersonate"};
+  static const std::set<std::string> superuser_roles = {"cluster-admin", "system:masters"};
+  std::vector<std::string> violations;
+  for (const YAML::Node& object : objects) {
+    const std::string kind = object["kind"].as<std::string>("");
+    if (kind == "Role" || kind == "ClusterRole") {
+      if (object["aggregationRule"]) violations.push_back(object_name(object) + " aggregates other roles");
+      for (const YAML::Node& rule : object["rules"]) {
+        for (const char* field : {"apiGroups", "resources", "verbs", "resourceNames", "nonResourceURLs"}) {
+          for (const YAML::Node& value : rule[field]) {
+            const std::string text = value.as<std::string>("");
+            if (text.find('*') != std::string::npos)
+              violations.push_back(object_name(object) + " has a wildcard in " + field + ": " + text);
+            if (std::string(field) == "verbs" && dangerous_verbs.count(text))
+              violations.push_back(object_name(object) + " grants " + text);
+          }
+        }
+        if (rule["nonResourceURLs"]) violations.push_back(object_name(object) + " grants nonResourceURLs");
+      }
+    }
+    if (kind == "RoleBinding" || kind == "ClusterRoleBinding") {
+      const std::string role = object["roleRef"]["name"].as<std::string>("");
+      if (superuser_roles.count(role)) violations.push_back(object_name(object) + " binds " + role);
+      for (const YAML::Node& subject : object["subjects"]) {
+        if (subject["kind"].as<std::string>("") == "Group" && superuser_roles.count(subject["name"].as<std::string>("")))
+          violations.push_back(object_name(object) + " binds to group " + subject["name"].as<std::string>(""));
+      }
+    }
+  }
+  return violations;
+}
+
+// (apiGroup, resource) -> verbs granted by the rules of one Role or ClusterRole.
+inline std::set<std::string> granted(const YAML::Node& role) {
+  std::set<std::string> grants;
+  for (const YAML::Node& rule : role["rules"]) {
+    for (const YAML::Node& group : rule["apiGroups"])
+      for (const YAML::Node& resource : rule["resources"])
+        for (const YAML::Node& verb : rule["verbs"])
+          grants.insert(group.as<std::string>() + "/" + resource.as<std::string>() + ":" + verb.as<std::string>());
+  }
+  return grants;
+}
+
+// What my-operator needs in each namespace it watches (DESIGN.md), as granted() spells it.
+inline std::set<std::string> expected_manager_grants() {
+  std::set<std::string> grants;
+  auto add = [&](const std::string& resource, std::initializer_list<const char*> verbs) {
+    for (const char* verb : verbs) grants.insert(resource + ":" + verb);
+  };
+  add("myorg.io/myresources", {"get", "list", "watch", "update", "patch"});
+  add("myorg.io/myresources/status", {"get", "update", "patch"});
+  add("myorg.io/myresources/finalizers", {"update"});
+  add("apps/deployments", {"get", "list", "watch", "create", "update", "patch", "delete"});
+  add("events.k8s.io/events", {"create", "patch"});
+  return grants;
+}
+
+// What it needs in its own namespace: the Lease and the feature-flag ConfigMap.
+inline std::set<std::string> expected_own_namespace_grants(bool leader_election = true) {
+  std::set<std::string> grants = {"/configmaps:get", "/configmaps:list", "/configmaps:watch"};
+  if (leader_election) {
+    for (const char* verb : {"get", "create", "update"}) grants.insert(std::string("coordination.k8s.io/leases:") + verb);
+  }
+  return grants;
+}
+
+}  // namespace myop::packaging

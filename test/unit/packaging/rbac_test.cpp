@@ -1,0 +1,98 @@
+// config/rbac grants exactly what DESIGN.md says the operator uses, and nothing that the
+// least-privilege rules forbid (wildcards, escalation verbs, cluster-admin bindings).
+#include <catch2/catch.hpp>
+
+#include "packaging_files.h"
+#include "rbac_policy.h"
+
+using namespace myop::packaging;
+
+namespace {
+
+std::vector<YAML::Node> config_rbac_objects() {
+  std::vector<YAML::Node> objects;
+  for (const auto& file : yaml_files(repository_root() / "config/rbac")) {
+    if (file.filename() == "kustomization.yaml") continue;
+    for (const YAML::Node& document : yaml_documents(read_text(file))) objects.push_back(document);
+  }
+  return objects;
+}
+
+YAML::Node find_object(const std::vector<YAML::Node>& objects, const std::string& kind, const std::string& name) {
+  for (const YAML::Node& object : objects) {
+    if (object["kind"].as<std::string>("") == kind && object["metadata"]["name"].as<std::string>("") == name)
+      return object;
+  }
+  FAIL("no " << kind << "/" << name << " in config/rbac");
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("config/rbac has no wildcard, no escalation verb and no cluster-admin binding", "[packaging][rbac]") {
+  const std::vector<YAML::Node> objects = config_rbac_objects();
+  REQUIRE(objects.size() >= 7);
+  const std::vector<std::string> violations = rbac_violations(objects);
+  for (const std::string& violation : violations) UNSCOPED_INFO(violation);
+  CHECK(violations.empty());
+}
+
+TEST_CASE("the RBAC check catches wildcards and cluster-admin bindings", "[packaging][rbac]") {
+  const auto objects = yaml_documents(R"(
+kind: ClusterRole
+metadata: {name: too-wide}
+rules:
+  - apiGroups: ["*"]
+    resources: [deployments]
+    verbs: [get]
+  - apiGroups: [apps]
+    resources: [deployments]
+    verbs: ["*"]
+---
+kind: ClusterRoleBinding
+metadata: {name: root}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: my-operator, namespace: my-operator-system}]
+)");
+  CHECK(rbac_violations(objects).size() == 3);
+}
+
+TEST_CASE("the manager ClusterRole grants exactly the verbs the operator uses", "[packaging][rbac]") {
+  const auto objects = config_rbac_objects();
+  CHECK(granted(find_object(objects, "ClusterRole", "my-operator-manager")) == expected_manager_grants());
+  const YAML::Node own_namespace = find_object(objects, "Role", "my-operator-leader-election");
+  CHECK(own_namespace["metadata"]["namespace"].as<std::string>() == "my-operator-system");
+  CHECK(granted(own_namespace) == expected_own_namespace_grants());
+}
+
+TEST_CASE("the bindings give the manager roles to the operator's ServiceAccount", "[packaging][rbac]") {
+  const auto objects = config_rbac_objects();
+  const YAML::Node account = find_object(objects, "ServiceAccount", "my-operator");
+  const std::string namespace_name = account["metadata"]["namespace"].as<std::string>();
+  for (const auto& [kind, name] : std::vector<std::pair<std::string, std::string>>{
+           {"ClusterRoleBinding", "my-operator-manager"}, {"RoleBinding", "my-operator-leader-election"}}) {
+    const YAML::Node binding = find_object(objects, kind, name);
+    CHECK(binding["roleRef"]["name"].as<std::string>() == name);
+    REQUIRE(binding["subjects"].size() == 1);
+    CHECK(binding["subjects"][0]["kind"].as<std::string>() == "ServiceAccount");
+    CHECK(binding["subjects"][0]["name"].as<std::string>() == "my-operator");
+    CHECK(binding["subjects"][0]["namespace"].as<std::string>() == namespace_name);
+  }
+}
+
+TEST_CASE("the viewer and editor ClusterRoles aggregate into view and edit and cannot write status",
+          "[packaging][rbac]") {
+  const auto objects = config_rbac_objects();
+  const YAML::Node viewer = find_object(objects, "ClusterRole", "my-operator-myresource-viewer");
+  const YAML::Node editor = find_object(objects, "ClusterRole", "my-operator-myresource-editor");
+  CHECK(viewer["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"].as<std::string>("") == "true");
+  CHECK(editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"].as<std::string>("") == "true");
+  for (const YAML::Node& role : {viewer, editor}) {
+    for (const std::string& grant : granted(role)) {
+      INFO(object_name(role) << " grants " << grant);
+      CHECK((grant.rfind("myorg.io/myresources/status:", 0) != 0 || grant == "myorg.io/myresources/status:get"));
+    }
+  }
+  CHECK(granted(viewer).count("myorg.io/myresources:create") == 0);
+  CHECK(granted(editor).count("myorg.io/myresources:create") == 1);
+}
