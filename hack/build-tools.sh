@@ -14,7 +14,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 tools_dir="$repo/hack/tools"
 source "$tools_dir/versions.env"
 cache_root="${MYOP_TOOLS_CACHE:-$repo/.cache/tools}"
-all_tools=(etcd kubernetes kwok helm chainsaw)
+all_tools=(etcd kubernetes kwok helm chainsaw opa)
 
 export CGO_ENABLED=0
 export GOFLAGS="${GOFLAGS:--mod=mod} -trimpath"
@@ -26,6 +26,8 @@ tool_version() {
     kwok) echo "$KWOK_VERSION" ;;
     helm) echo "$HELM_VERSION" ;;
     chainsaw) echo "$CHAINSAW_VERSION" ;;
+    opa) echo "$OPA_VERSION" ;;
+    syft) echo "$SYFT_VERSION" ;;
     *) echo "build-tools: unknown tool '$1' (known: ${all_tools[*]})" >&2; return 1 ;;
   esac
 }
@@ -82,6 +84,10 @@ build_tool() {
         cd "$patched"
         go mod edit -replace "github.com/kyverno/chainsaw=./chainsaw"
         go build -o "$bin_dir/chainsaw" -ldflags "-s -w" github.com/kyverno/chainsaw ;;
+      opa)
+        go build -o "$bin_dir/opa" -ldflags "-s -w" github.com/open-policy-agent/opa ;;
+      syft)
+        go build -o "$bin_dir/syft" -ldflags "-s -w -X main.version=$version" github.com/anchore/syft/cmd/syft ;;
     esac
   )
   touch "$bin_dir/.complete"
