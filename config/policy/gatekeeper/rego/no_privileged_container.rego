@@ -1,0 +1,24 @@
+package k8snoprivilegedcontainer
+
+import rego.v1
+
+# Pods, the pod templates of workload controllers (a Deployment is refused at apply time,
+# not later when its ReplicaSet fails to create pods) and CronJobs.
+pod_spec := input.review.object.spec if input.review.object.kind == "Pod"
+
+pod_spec := input.review.object.spec.jobTemplate.spec.template.spec if input.review.object.kind == "CronJob"
+
+pod_spec := input.review.object.spec.template.spec if {
+	not input.review.object.kind in {"Pod", "CronJob"}
+}
+
+containers contains container if {
+	some field in ["initContainers", "containers", "ephemeralContainers"]
+	some container in pod_spec[field]
+}
+
+violation contains {"msg": msg} if {
+	some container in containers
+	container.securityContext.privileged == true
+	msg := sprintf("container %q must not run privileged (securityContext.privileged: true)", [container.name])
+}
