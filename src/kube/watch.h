@@ -1,0 +1,138 @@
+// The watcher: keeps a consumer (an informer's cache) in step with one collection on the API server,
+// through list, watch, reconnects and relists, without ever losing an event.
+//
+// An explicit state machine, after kube-rs's watcher.rs:
+//
+//   Empty ──(WatchList supported)──> InitialStreaming ──(BOOKMARK k8s.io/initial-events-end)──> Watching
+//     │                                                                                          ^
+//     └──(otherwise)──> InitialListing (LIST pages of `page_size`) ──(last page)──────────────────┘
+//   Watching ──(410 Gone/Expired)──> Empty           Watching ──(any other end or error)──> Watching
+//   InitialStreaming / InitialListing ──(any error)──> Empty
+//
+// Every initial state (first or after a 410) reaches the consumer as InitStart, InitApply*, InitDone, so
+// a cache can build the new state aside and swap it in: objects deleted while we were away disappear.
+// InitStart may come again before InitDone (the attempt failed): drop the partial state then.
+// After InitDone, events are Apply (ADDED/MODIFIED), Delete, Bookmark. A watch resumes from the last
+// resourceVersion it saw; it asks for bookmarks so that the resourceVersion stays fresh on quiet
+// collections; each watch asks the server to end it after a random 5 to 10 minutes (timeoutSeconds, kept
+// below the transport's idle timeout) so that load spreads over API servers. Failures wait a jittered
+// backoff (0.8 s -> 30 s) before the next attempt; progress resets it.
+//
+// WatchList (sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true) streams
+// the initial state from the watch cache instead of one large LIST. A server that refuses it (422/400:
+// feature gate off, or an API server older than 1.27) gets a paginated LIST from then on.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stop_token>
+#include <string>
+
+#include "kube/backoff.h"
+#include "kube/errors.h"
+#include "kube/object.h"
+#include "kube/watch_parser.h"
+#include "kube/watch_source.h"
+
+namespace myop::kube {
+
+enum class WatcherState {
+  Empty,             // nothing known: the next step builds the initial state
+  InitialListing,    // paginated LIST in progress
+  InitialStreaming,  // WatchList in progress, waiting for the initial-events-end bookmark
+  Watching,          // initial state delivered; watching from a resourceVersion
+};
+std::string_view watcher_state_name(WatcherState state);
+
+enum class WatcherEventType {
+  InitStart,  // a new initial state begins (first start, or a relist after 410)
+  InitApply,  // one object of the initial state
+  InitDone,   // the initial state is complete: objects not seen since InitStart are gone
+  Apply,      // ADDED or MODIFIED
+  Delete,     // DELETED (the object's last state)
+  Bookmark,   // the collection is at `resource_version`; no object changed
+};
+std::string_view watcher_event_type_name(WatcherEventType type);
+
+struct WatcherEvent {
+  WatcherEventType type = WatcherEventType::InitStart;
+  std::optional<Object> object;  // InitApply, Apply, Delete
+  std::string resource_version;  // InitDone, Bookmark; the object's for the others
+};
+
+enum class InitialListMode {
+  Auto,           // WatchList, falling back to paginated LIST when the server refuses it
+  WatchList,      // WatchList only (keep trying on refusal)
+  PaginatedList,  // LIST with limit/continue, then watch
+};
+
+struct WatcherOptions {
+  std::string label_selector;
+  std::string field_selector;
+  InitialListMode initial_list_mode = InitialListMode::Auto;
+  std::int64_t page_size = 500;  // client-go's default
+  BackoffSettings backoff{};
+  // timeoutSeconds of each watch is drawn from [minimum, maximum] and kept 30 s below the stream's idle
+  // timeout, so a quiet but healthy watch is ended by the server, never cut by the client.
+  std::chrono::seconds minimum_watch_timeout{300};
+  std::chrono::seconds maximum_watch_timeout{600};
+  StreamOptions stream{};
+  std::optional<std::uint64_t> random_seed;  // for deterministic tests; std::random_device otherwise
+  // Called for every failure the watcher recovers from (it always does), with the wait before the next
+  // attempt; for logs and metrics. May be empty.
+  std::function<void(const Error& error, std::chrono::milliseconds retry_in)> on_error;
+};
+
+// Receives events in order on the thread that called run(). An exception thrown by it ends run() with
+// that message as an Error.
+using WatcherEventHandler = std::function<void(WatcherEvent event)>;
+
+class Watcher {
+ public:
+  Watcher(std::shared_ptr<WatchSource> source, WatcherOptions options = {});
+
+  // Runs until `stop` is requested (then returns ok within about a second) or the handler throws.
+  Result<void> run(const WatcherEventHandler& on_event, std::stop_token stop);
+
+  // Safe to call from any thread while run() is going.
+  WatcherState state() const { return state_.load(); }
+  std::string resource_version() const;
+  bool watch_list_supported() const { return watch_list_supported_.load(); }
+
+  // timeoutSeconds for the next watch (exposed for tests).
+  int next_watch_timeout_seconds();
+
+ private:
+  // What one step of the state machine ended with.
+  struct StepOutcome {
+    std::optional<Error> error;  // why the step failed, if it did
+    bool made_progress = false;  // delivered an event or completed an initial state
+    bool retry_now = false;      // go on without waiting (switching from WatchList to LIST)
+  };
+
+  StepOutcome list_initial_state(const WatcherEventHandler& on_event, std::stop_token stop);
+  StepOutcome stream(bool initial, const WatcherEventHandler& on_event, std::stop_token stop);
+  void set_state(WatcherState state, std::string resource_version);
+  void deliver(const WatcherEventHandler& on_event, WatcherEvent event);
+
+  std::shared_ptr<WatchSource> source_;
+  WatcherOptions options_;
+  Backoff backoff_;
+  std::mt19937_64 random_;
+  WatchParser parser_;
+
+  std::atomic<WatcherState> state_{WatcherState::Empty};
+  std::atomic<bool> watch_list_supported_{true};
+  mutable std::mutex resource_version_mutex_;
+  std::string resource_version_;  // the last one seen in Watching; guarded by resource_version_mutex_
+
+  std::optional<std::string> handler_failure_;  // set when the handler threw
+};
+
+}  // namespace myop::kube
