@@ -15,4 +15,8 @@ namespace myop::kube {
 
 std::string canonical_json(const JsonValue& value);
 
+// canonical_json(left) == canonical_json(right), without building the strings. Unlike RapidJSON's
+// operator== it agrees with the hash: 2^63 as an integer and as a double are different here.
+bool canonical_equal(const JsonValue& left, const JsonValue& right);
+
 }  // namespace myop::kube

@@ -1,5 +1,7 @@
 #include "kube/merge_patch.h"
 
+#include "kube/canonical_json.h"
+
 namespace myop::kube {
 namespace {
 
@@ -25,7 +27,8 @@ void diff_objects(const JsonValue& original, const JsonValue& modified, JsonValu
       }
       continue;
     }
-    if (found->value == member.value) continue;
+    // Equal as the hash sees it (1 and 1.0 are equal, key order does not matter).
+    if (canonical_equal(found->value, member.value)) continue;
     if (found->value.IsObject() && member.value.IsObject()) {
       JsonValue nested(rapidjson::kObjectType);
       diff_objects(found->value, member.value, nested, allocator);

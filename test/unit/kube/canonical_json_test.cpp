@@ -47,3 +47,34 @@ TEST_CASE("canonical json is stable across repeated serialization", "[kube][cano
   const std::string once = canonical(R"({"z":{"b":[1,{"d":1,"c":2}],"a":"x"},"y":true})");
   CHECK(canonical(once) == once);
 }
+
+TEST_CASE("canonical_equal agrees with canonical_json", "[kube][canonical_json]") {
+  const char* const documents[] = {
+      R"({"a":1,"b":[1,2,{"c":null}]})",
+      R"({"b":[1,2,{"c":null}],"a":1.0})",
+      R"({"a":1,"b":[2,1,{"c":null}]})",
+      R"({"a":1,"b":[1,2,{"c":false}]})",
+      R"({"a":1,"b":[1,2,{"c":null}],"d":0})",
+      R"([9223372036854775808])",
+      R"([9223372036854775808.0])",
+      R"([true])",
+      R"([false])",
+      R"("x")",
+      R"("x\u0000y")",
+      R"("x")",
+      R"({"a":1,"a":2})",
+      R"({"a":2,"a":1})",
+  };
+  for (const char* left : documents) {
+    for (const char* right : documents) {
+      auto left_object = Object::parse(left);
+      auto right_object = Object::parse(right);
+      REQUIRE(left_object.ok());
+      REQUIRE(right_object.ok());
+      INFO(left << " vs " << right);
+      CHECK(myop::kube::canonical_equal(left_object->json(), right_object->json()) ==
+            (myop::kube::canonical_json(left_object->json()) ==
+             myop::kube::canonical_json(right_object->json())));
+    }
+  }
+}
