@@ -19,6 +19,7 @@ test_pinned_images_are_allowed if {
 	] {
 		count(k8spinnedimagetag.violation) == 0 with input as pod(image)
 		count(k8spinnedimagetag.violation) == 0 with input as myresource(image)
+	}
 }
 
 test_latest_is_refused if {
