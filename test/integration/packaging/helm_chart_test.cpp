@@ -1,0 +1,202 @@
+// The Helm chart: `helm lint` passes, values.schema.json refuses bad values, and what
+// `helm template` renders is accepted by the API server (server-side dry run, strict field
+// validation), with the defaults and with every toggle on. The rendered RBAC follows the
+// least-privilege rules and the rendered CRD is config/crd's.
+#include <catch2/catch.hpp>
+
+#include "packaging_support.h"
+#include "unit/packaging/rbac_policy.h"
+
+using namespace myop;
+using namespace myop::packaging;
+
+namespace {
+
+std::string chart_folder() { return testenv::source_dir() + "/charts/my-operator"; }
+
+// Values that turn every feature of the chart on; the tenant is the given namespace.
+std::string all_features_values(const std::string& tenant) {
+  return "image:\n"
+         "  digest: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n"
+         "watchNamespaces: [" + tenant + "]\n"
+         "metrics:\n"
+         "  serviceMonitor: {enabled: true, labels: {release: prometheus}}\n"
+         "  prometheusRule: {enabled: true}\n"
+         "  grafanaDashboard: {enabled: true}\n"
+         "nodeSelector: {kubernetes.io/os: linux}\n"
+         "tolerations: [{key: dedicated, operator: Equal, value: operators, effect: NoSchedule}]\n"
+         "affinity:\n"
+         "  nodeAffinity:\n"
+         "    requiredDuringSchedulingIgnoredDuringExecution:\n"
+         "      nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/arch, operator: In, values: [amd64, arm64]}]}]\n"
+         "extraEnv: [{name: MYOP_LOG_LEVEL, value: debug}]\n"
+         "tenants:\n"
+         "  - name: " + tenant + "\n"
+         "    group: " + tenant + "-developers\n"
+         "    allowDNS: true\n"
+         "    quota: {requests.cpu: \"8\", pods: 100}\n"
+         "    limitRange: {max: {cpu: \"2\"}}\n";
+}
+
+std::vector<YAML::Node> objects_of_kind(const std::vector<YAML::Node>& objects, const std::string& kind) {
+  std::vector<YAML::Node> found;
+  for (const auto& object : objects)
+    if (object["kind"].as<std::string>("") == kind) found.push_back(object);
+  return found;
+}
+
+// Structural equality of two YAML trees (scalars compared as text).
+bool same_yaml(const YAML::Node& left, const YAML::Node& right) {
+  if (left.Type() != right.Type()) return false;
+  switch (left.Type()) {
+    case YAML::NodeType::Scalar:
+      return left.Scalar() == right.Scalar();
+    case YAML::NodeType::Sequence:
+      if (left.size() != right.size()) return false;
+      for (std::size_t i = 0; i < left.size(); ++i)
+        if (!same_yaml(left[i], right[i])) return false;
+      return true;
+    case YAML::NodeType::Map:
+      if (left.size() != right.size()) return false;
+      for (const auto& entry : left) {
+        const YAML::Node other = right[entry.first.Scalar()];
+        if (!other || !same_yaml(entry.second, other)) return false;
+      }
+      return true;
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("helm lint passes with the default values and with every feature on", "[packaging][helm]") {
+  const auto lint = testenv::run(helm_binary() + " lint --strict " + shell_quote(chart_folder()));
+  INFO(lint.output);
+  CHECK(lint.ok());
+  TemporaryFolder folder("myop-helm-values");
+  write_text(folder.path() / "values.yaml", all_features_values("team-a"));
+  const auto lint_all = testenv::run(helm_binary() + " lint --strict " + shell_quote(chart_folder()) + " -f " +
+                                     shell_quote((folder.path() / "values.yaml").string()));
+  INFO(lint_all.output);
+  CHECK(lint_all.ok());
+}
+
+TEST_CASE("values.schema.json refuses values the operator cannot run with", "[packaging][helm]") {
+  for (const std::string& bad : {std::string("--set image.tag=latest"), std::string("--set image.digest=sha256:abc"),
+                                 std::string("--set featureFlags.orphanPolicy=destroy"),
+                                 std::string("--set logging.format=xml"), std::string("--set replicaCount=-1"),
+                                 std::string("--set tenants[0].name=Team_A --set tenants[0].group=g"),
+                                 std::string("--set unknownKey=1")}) {
+    const auto result = testenv::run(helm_binary() + " lint --strict " + shell_quote(chart_folder()) + " " + bad);
+    INFO(bad << ": " << result.output);
+    CHECK_FALSE(result.ok());
+  }
+  const auto no_leader = testenv::run(helm_binary() + " template " + shell_quote(chart_folder()) + " --kube-version " +
+                                      server_version() + " --set replicaCount=2 --set leaderElection.enabled=false");
+  INFO(no_leader.output);
+  CHECK_FALSE(no_leader.ok());
+  CHECK(no_leader.output.find("needs leaderElection.enabled") != std::string::npos);
+}
+
+TEST_CASE("the API server accepts the chart rendered with the default values", "[packaging][helm]") {
+  FixedNamespace system_namespace("my-operator-system");
+  const std::string rendered = helm_template("-n my-operator-system");
+  const auto objects = yaml_documents(rendered);
+  CHECK(objects_of_kind(objects, "ServiceMonitor").empty());
+  CHECK(objects_of_kind(objects, "Deployment").size() == 1);
+  const auto result = server_dry_run(rendered);
+  INFO(result.output);
+  CHECK(result.ok());
+}
+
+TEST_CASE("the API server accepts the chart rendered with every feature on", "[packaging][helm]") {
+  install_prometheus_operator_crds();
+  FixedNamespace system_namespace("my-operator-system");
+  testenv::ScopedNamespace tenant("pkg-tenant");
+  TemporaryFolder folder("myop-helm-values");
+  write_text(folder.path() / "values.yaml", all_features_values(tenant.name()));
+  const std::string rendered =
+      helm_template("-n my-operator-system -f " + shell_quote((folder.path() / "values.yaml").string()));
+  const auto objects = yaml_documents(rendered);
+  for (const char* kind : {"ServiceMonitor", "PrometheusRule", "NetworkPolicy", "ResourceQuota", "LimitRange",
+                           "PodDisruptionBudget", "Namespace"}) {
+    INFO(kind);
+    CHECK(objects_of_kind(objects, kind).size() == 1);
+  }
+  const auto result = server_dry_run(rendered);
+  INFO(result.output);
+  CHECK(result.ok());
+
+  SECTION("a field the schemas do not know is refused, so the dry run can fail") {
+    const auto broken = server_dry_run(rendered + "\n---\napiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\n"
+                                       "metadata: {name: broken, namespace: my-operator-system}\n"
+                                       "spec: {selector: {}, endpoints: [{port: metrics, notAField: 1}]}\n");
+    CHECK_FALSE(broken.ok());
+  }
+}
+
+TEST_CASE("the rendered RBAC has no wildcard and no cluster-admin binding, and grants exactly what the operator uses",
+          "[packaging][helm][rbac]") {
+  SECTION("watching all namespaces: one ClusterRole") {
+    const auto objects = yaml_documents(helm_template("-n my-operator-system"));
+    const auto violations = rbac_violations(objects);
+    for (const auto& violation : violations) UNSCOPED_INFO(violation);
+    CHECK(violations.empty());
+    bool found_manager = false;
+    for (const auto& role : objects_of_kind(objects, "ClusterRole")) {
+      if (role["metadata"]["name"].as<std::string>() != "my-operator-manager") continue;
+      found_manager = true;
+      CHECK(granted(role) == expected_manager_grants());
+    }
+    CHECK(found_manager);
+    for (const auto& role : objects_of_kind(objects, "Role")) CHECK(granted(role) == expected_own_namespace_grants());
+  }
+  SECTION("watching listed namespaces: a Role in each, no cluster-wide manager rules") {
+    TemporaryFolder folder("myop-helm-values");
+    write_text(folder.path() / "values.yaml", all_features_values("team-a"));
+    const auto objects = yaml_documents(
+        helm_template("-n my-operator-system -f " + shell_quote((folder.path() / "values.yaml").string())));
+    CHECK(rbac_violations(objects).empty());
+    for (const auto& role : objects_of_kind(objects, "ClusterRole"))
+      CHECK(role["metadata"]["name"].as<std::string>() != "my-operator-manager");
+    int manager_roles = 0;
+    for (const auto& role : objects_of_kind(objects, "Role")) {
+      if (role["metadata"]["name"].as<std::string>() != "my-operator-manager") continue;
+      ++manager_roles;
+      CHECK(role["metadata"]["namespace"].as<std::string>() == "team-a");
+      CHECK(granted(role) == expected_manager_grants());
+    }
+    CHECK(manager_roles == 1);
+  }
+}
+
+TEST_CASE("the rendered CRD is config/crd's, marked keep", "[packaging][helm]") {
+  const auto objects = yaml_documents(helm_template("-n my-operator-system --show-only templates/crds.yaml"));
+  const auto crds = objects_of_kind(objects, "CustomResourceDefinition");
+  REQUIRE(crds.size() == 1);
+  const YAML::Node source = YAML::LoadFile(testenv::source_dir() + "/config/crd/myorg.io_myresources.yaml");
+  CHECK(same_yaml(crds[0]["spec"], source["spec"]));
+  CHECK(same_yaml(crds[0]["metadata"]["labels"], source["metadata"]["labels"]));
+  CHECK(crds[0]["metadata"]["annotations"]["helm.sh/resource-policy"].as<std::string>("") == "keep");
+
+  const auto not_kept = yaml_documents(
+      helm_template("-n my-operator-system --show-only templates/crds.yaml --set crds.keep=false"));
+  CHECK_FALSE(objects_of_kind(not_kept, "CustomResourceDefinition")[0]["metadata"]["annotations"]["helm.sh/resource-policy"]);
+}
+
+TEST_CASE("no selector of the chart relies on app.kubernetes.io/instance", "[packaging][helm]") {
+  const auto objects = yaml_documents(helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true"));
+  int selectors = 0;
+  for (const auto& object : objects) {
+    const YAML::Node spec = object["spec"];
+    if (!spec || !spec.IsMap() || !spec["selector"] || !spec["selector"].IsMap()) continue;
+    const YAML::Node selector = spec["selector"];
+    const YAML::Node labels = selector["matchLabels"] ? selector["matchLabels"] : selector;
+    ++selectors;
+    INFO(object_name(object));
+    CHECK_FALSE(labels["app.kubernetes.io/instance"]);
+    CHECK(labels["myorg.io/release"].as<std::string>("") == "my-operator");
+  }
+  CHECK(selectors >= 4);  // Deployment, Service, PodDisruptionBudget, ServiceMonitor
+}

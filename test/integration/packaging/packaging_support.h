@@ -1,0 +1,133 @@
+#pragma once
+// What the packaging integration tests share: the pinned helm binary, CRDs of other
+// projects (prometheus-operator, Argo CD) taken from pinned Go modules in the module cache,
+// and namespaces with fixed names.
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "support/testenv.h"
+#include "unit/packaging/packaging_files.h"
+
+namespace myop::packaging {
+
+// CRDs of other projects, from pinned Go modules (downloaded into the module cache once).
+inline constexpr const char* kPrometheusOperatorModule = "github.com/prometheus-operator/prometheus-operator";
+inline constexpr const char* kPrometheusOperatorVersion = "v0.85.0";
+inline constexpr const char* kArgoCdModule = "github.com/argoproj/argo-cd/v3";
+inline constexpr const char* kArgoCdVersion = "v3.5.7";
+
+inline std::string trimmed(std::string text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  return text;
+}
+
+// The helm binary pinned by hack/tools (built by hack/build-tools.sh on first use).
+inline std::string helm_binary() {
+  static const std::string binary = [] {
+    const auto result = testenv::run(testenv::source_dir() + "/hack/build-tools.sh --print-bin-dir helm 2>/dev/null");
+    if (!result.ok()) return std::string();
+    return trimmed(result.output) + "/helm";
+  }();
+  if (binary.empty()) FAIL("hack/build-tools.sh --print-bin-dir helm failed");
+  return binary;
+}
+
+// `helm <args>` against the test cluster.
+inline testenv::CommandResult helm(const std::string& args) {
+  return testenv::run(helm_binary() + " --kubeconfig " + shell_quote(testenv::kubeconfig_path()) + " " + args);
+}
+
+// The API server's version, for `helm template --kube-version`.
+inline std::string server_version() {
+  const std::string json = testenv::kubectl_or_fail("version -o json");
+  std::smatch match;
+  static const std::regex git_version(R"re("serverVersion"[^}]*"gitVersion":\s*"v?([0-9]+\.[0-9]+\.[0-9]+))re");
+  if (!std::regex_search(json, match, git_version)) FAIL("no serverVersion in: " << json);
+  return match[1];
+}
+
+// `helm template my-operator <chart>` of charts/my-operator (or another chart folder) with flags:
+// the rendered YAML (stdout only; helm's warnings on stderr are shown when it fails).
+inline std::string helm_template(const std::string& flags, const std::string& chart = "") {
+  const std::string chart_folder = chart.empty() ? testenv::source_dir() + "/charts/my-operator" : chart;
+  TemporaryFolder folder("myop-helm-template");
+  const std::string errors = (folder.path() / "stderr").string();
+  const auto result = testenv::run("( " + helm_binary() + " template my-operator " + shell_quote(chart_folder) +
+                                   " --kube-version " + server_version() + " " + flags + " 2>" + shell_quote(errors) + " )");
+  INFO("helm template " << flags << ": " << read_text(errors));
+  REQUIRE(result.ok());
+  return result.output;
+}
+
+// The folder of a Go module version in the module cache (`go mod download`).
+inline std::string go_module_dir(const std::string& module, const std::string& version) {
+  const auto result = testenv::run("cd \"$(mktemp -d)\" && GOFLAGS=-mod=mod go mod download -json " + module + "@" + version);
+  std::smatch match;
+  static const std::regex dir(R"re("Dir":\s*"([^"]+)")re");
+  INFO("go mod download " << module << "@" << version << ": " << result.output);
+  REQUIRE(std::regex_search(result.output, match, dir));
+  return match[1];
+}
+
+// Applies CRD files (server-side: some are too large for the last-applied annotation) and
+// waits until the API server serves each of the resources.
+inline void install_crds(const std::vector<std::string>& files, const std::vector<std::string>& resources) {
+  for (const std::string& file : files) testenv::kubectl_or_fail("apply --server-side --force-conflicts -f " + shell_quote(file));
+  for (const std::string& resource : resources) {
+    bool served = false;
+    for (int attempt = 0; attempt < 150 && !served; ++attempt) {
+      served = testenv::kubectl("get " + resource + " -A -o name").ok();
+      if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    INFO("resource " << resource << " is not served 30 s after its CRD was applied");
+    REQUIRE(served);
+  }
+}
+
+inline void install_prometheus_operator_crds() {
+  const std::string folder = go_module_dir(kPrometheusOperatorModule, kPrometheusOperatorVersion) +
+                             "/example/prometheus-operator-crd/";
+  install_crds({folder + "monitoring.coreos.com_servicemonitors.yaml", folder + "monitoring.coreos.com_prometheusrules.yaml"},
+               {"servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"});
+}
+
+inline void install_argocd_crds() {
+  const std::string folder = go_module_dir(kArgoCdModule, kArgoCdVersion) + "/manifests/crds/";
+  install_crds({folder + "application-crd.yaml", folder + "applicationset-crd.yaml", folder + "appproject-crd.yaml"},
+               {"applications.argoproj.io", "applicationsets.argoproj.io", "appprojects.argoproj.io"});
+}
+
+// A namespace with a fixed name (the manifests name it), created when missing and deleted
+// again by the guard only if this guard created it.
+class FixedNamespace {
+ public:
+  explicit FixedNamespace(std::string name) : name_(std::move(name)) {
+    if (!testenv::kubectl("get namespace " + name_).ok()) {
+      testenv::kubectl_or_fail("create namespace " + name_);
+      created_ = true;
+    }
+  }
+  ~FixedNamespace() {
+    if (created_) testenv::kubectl("delete namespace " + name_ + " --wait=false");
+  }
+  FixedNamespace(const FixedNamespace&) = delete;
+  FixedNamespace& operator=(const FixedNamespace&) = delete;
+
+ private:
+  std::string name_;
+  bool created_ = false;
+};
+
+// `kubectl apply --dry-run=server` of a manifest text; kubectl validates fields strictly
+// (unknown fields are errors, not warnings).
+inline testenv::CommandResult server_dry_run(const std::string& manifest) {
+  return testenv::kubectl_apply(manifest, "--dry-run=server --validate=strict");
+}
+
+}  // namespace myop::packaging
