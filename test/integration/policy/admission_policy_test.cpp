@@ -67,8 +67,9 @@ class ScopedNativePolicies {
   std::string type_check_warnings() {
     std::string warnings;
     for (const auto& name : names_) {
-      auto result = testenv::kubectl("get validatingadmissionpolicy " + name +
-                                     " -o jsonpath='{.status.typeChecking.expressionWarnings}' --ignore-not-found");
+      auto result =
+          testenv::kubectl("get validatingadmissionpolicy " + name +
+                           " -o jsonpath='{.status.typeChecking.expressionWarnings}' --ignore-not-found");
       if (!trimmed(result.output).empty()) warnings += name + ": " + result.output + "\n";
     }
     return warnings;
@@ -82,19 +83,27 @@ class ScopedNativePolicies {
 };
 
 // A Deployment with one container; `container_extra` is YAML for the container's other fields.
-std::string deployment(const std::string& name, const std::string& image, const std::string& container_extra) {
+std::string deployment(const std::string& name, const std::string& image,
+                       const std::string& container_extra) {
   return "apiVersion: apps/v1\n"
          "kind: Deployment\n"
-         "metadata: {name: " + name + "}\n"
+         "metadata: {name: " +
+         name +
+         "}\n"
          "spec:\n"
          "  replicas: 1\n"
-         "  selector: {matchLabels: {app: " + name + "}}\n"
+         "  selector: {matchLabels: {app: " +
+         name +
+         "}}\n"
          "  template:\n"
-         "    metadata: {labels: {app: " + name + "}}\n"
+         "    metadata: {labels: {app: " +
+         name +
+         "}}\n"
          "    spec:\n"
          "      containers:\n"
          "        - name: app\n"
-         "          image: " + image + "\n" + container_extra;
+         "          image: " +
+         image + "\n" + container_extra;
 }
 
 const std::string kHardened =
@@ -105,7 +114,8 @@ const std::string kLimits = "          resources: {limits: {cpu: 500m, memory: 1
 // Writes a manifest into the build tree's testenv folder; returns its path.
 std::string write_manifest(const std::string& manifest) {
   static int counter = 0;
-  const std::string path = testenv::binary_dir() + "/testenv/policy-manifest-" + std::to_string(++counter) + ".yaml";
+  const std::string path =
+      testenv::binary_dir() + "/testenv/policy-manifest-" + std::to_string(++counter) + ".yaml";
   packaging::write_text(path, manifest);
   return path;
 }
@@ -114,8 +124,8 @@ testenv::CommandResult dry_run_create(const std::string& manifest, const std::st
   return testenv::kubectl_apply(manifest, "-n " + namespace_name + " --dry-run=server");
 }
 
-std::string myresource(const std::string& api_version, const std::string& name, const std::string& image,
-                       const std::string& spec_extra = "") {
+std::string myresource_manifest(const std::string& api_version, const std::string& name,
+                                const std::string& image, const std::string& spec_extra = "") {
   return "apiVersion: " + api_version + "\nkind: MyResource\nmetadata: {name: " + name +
          "}\nspec:\n  image: " + image + "\n" + spec_extra;
 }
@@ -159,13 +169,15 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
   // The MyResource CRD (config/crd), installed if this cluster does not have it yet.
   ScopedClusterObjects crds;
   if (!testenv::kubectl("get crd myresources.myorg.io").ok()) {
-    testenv::kubectl_or_fail("apply --server-side -f " + testenv::source_dir() + "/config/crd/myorg.io_myresources.yaml");
+    testenv::kubectl_or_fail("apply --server-side -f " + testenv::source_dir() +
+                             "/config/crd/myorg.io_myresources.yaml");
     crds.add("crd", "myresources.myorg.io");
   }
   REQUIRE(testenv::kubectl_apply(celless_crd_copy(test_group), "--server-side").ok());
   crds.add("crd", "myresources." + test_group);
-  testenv::kubectl_or_fail("wait --for condition=Established --timeout=60s crd/myresources.myorg.io crd/myresources." +
-                           test_group);
+  testenv::kubectl_or_fail(
+      "wait --for condition=Established --timeout=60s crd/myresources.myorg.io crd/myresources." +
+      test_group);
 
   testenv::ScopedNamespace plain("policy-plain");
   testenv::ScopedNamespace tenant("policy-tenant");
@@ -179,7 +191,8 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
   // privileged-containers policy is applied alone first, and proven alone.
   ScopedNativePolicies policies(suffix, test_group);
   policies.apply("no_privileged_container");
-  const auto privileged = deployment("privileged", "app:1.0.0", "          securityContext: {privileged: true}\n");
+  const auto privileged =
+      deployment("privileged", "app:1.0.0", "          securityContext: {privileged: true}\n");
   {
     // The policies take effect once the API server has loaded them.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
@@ -193,22 +206,24 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
     CHECK(result.output.find("myorg.io-no-privileged-containers-" + suffix) != std::string::npos);
     CHECK(result.output.find("must not run privileged") != std::string::npos);
   }
-  for (const std::string stem : {"no_privilege_escalation", "pinned_image_tag", "required_resource_limits"})
+  for (const char* stem : {"no_privilege_escalation", "pinned_image_tag", "required_resource_limits"})
     policies.apply(stem);
   REQUIRE(policies.policy_count() == 4);
   // A hardened but unpinned Deployment: refused once the pinned-image policy is loaded too.
-  CHECK_FALSE(kubectl_until("apply --dry-run=server -n " + plain.name() + " -f " +
-                                packaging::shell_quote(write_manifest(deployment("wait", "app:latest", kHardened))),
-                            "myorg.io-pinned-image-tags-" + suffix)
-                  .ok());
+  CHECK_FALSE(
+      kubectl_until("apply --dry-run=server -n " + plain.name() + " -f " +
+                        packaging::shell_quote(write_manifest(deployment("wait", "app:latest", kHardened))),
+                    "myorg.io-pinned-image-tags-" + suffix)
+          .ok());
   CHECK(policies.type_check_warnings() == "");
   CHECK_FALSE(dry_run_create(privileged, plain.name()).ok());
 
   {  // a privileged init container is refused too
-    const auto manifest = deployment("init", "app:1.0.0", kHardened) +
-                          "      initContainers:\n"
-                          "        - {name: setup, image: 'busybox:1.36', securityContext: {privileged: true, "
-                          "allowPrivilegeEscalation: false}}\n";
+    const auto manifest =
+        deployment("init", "app:1.0.0", kHardened) +
+        "      initContainers:\n"
+        "        - {name: setup, image: 'busybox:1.36', securityContext: {privileged: true, "
+        "allowPrivilegeEscalation: false}}\n";
     const auto result = dry_run_create(manifest, plain.name());
     INFO(result.output);
     CHECK_FALSE(result.ok());
@@ -216,8 +231,8 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
   }
 
   {  // privilege escalation, explicit or left unset, is refused
-    for (const std::string& context :
-         {std::string("          securityContext: {allowPrivilegeEscalation: true}\n"), std::string()}) {
+    for (const std::string& context : std::vector<std::string>{
+             std::string("          securityContext: {allowPrivilegeEscalation: true}\n"), std::string()}) {
       const auto result = dry_run_create(deployment("escalating", "app:1.0.0", context), plain.name());
       INFO(context << result.output);
       CHECK_FALSE(result.ok());
@@ -226,15 +241,17 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
   }
 
   {  // unpinned images are refused, pinned ones accepted
-    for (const std::string& image : {"app:latest", "app", "registry.example.com:5000/team/app",
-                                     "app:latest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}) {
+    for (const std::string& image : std::vector<std::string>{
+             "app:latest", "app", "registry.example.com:5000/team/app",
+             "app:latest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}) {
       const auto result = dry_run_create(deployment("unpinned", "'" + image + "'", kHardened), plain.name());
       INFO(image << ": " << result.output);
       CHECK_FALSE(result.ok());
       CHECK(result.output.find("myorg.io-pinned-image-tags-" + suffix) != std::string::npos);
     }
-    for (const std::string& image : {"app:1.2.3", "registry.example.com:5000/team/app:1.2.3",
-                                     "app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}) {
+    for (const std::string& image : std::vector<std::string>{
+             "app:1.2.3", "registry.example.com:5000/team/app:1.2.3",
+             "app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}) {
       const auto result = dry_run_create(deployment("pinned", "'" + image + "'", kHardened), plain.name());
       INFO(image << ": " << result.output);
       CHECK(result.ok());
@@ -242,26 +259,29 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
   }
 
   {  // a :latest MyResource is refused, by the CRD and by the policy on its own
-    const auto with_crd = dry_run_create(myresource("myorg.io/v1alpha1", "latest", "app:latest"), plain.name());
+    const auto with_crd =
+        dry_run_create(myresource_manifest("myorg.io/v1alpha1", "latest", "app:latest"), plain.name());
     INFO(with_crd.output);
     CHECK_FALSE(with_crd.ok());
     CHECK(with_crd.output.find("latest") != std::string::npos);
 
     // Without the CRD's CEL rules only the policy stands between :latest and the cluster.
     const std::string copy_version = test_group + "/v1alpha1";
-    const auto copy_latest = dry_run_create(myresource(copy_version, "latest", "app:latest"), plain.name());
+    const auto copy_latest =
+        dry_run_create(myresource_manifest(copy_version, "latest", "app:latest"), plain.name());
     INFO(copy_latest.output);
     CHECK_FALSE(copy_latest.ok());
     CHECK(copy_latest.output.find("myorg.io-pinned-image-tags-" + suffix) != std::string::npos);
     CHECK(copy_latest.output.find("must not use :latest") != std::string::npos);
 
-    const auto copy_untagged = dry_run_create(myresource(copy_version, "untagged", "app"), plain.name());
+    const auto copy_untagged =
+        dry_run_create(myresource_manifest(copy_version, "untagged", "app"), plain.name());
     INFO(copy_untagged.output);
     CHECK_FALSE(copy_untagged.ok());
     CHECK(copy_untagged.output.find("must carry a tag or a digest") != std::string::npos);
 
-    CHECK(dry_run_create(myresource("myorg.io/v1alpha1", "pinned", "app:1.2.3"), plain.name()).ok());
-    CHECK(dry_run_create(myresource(copy_version, "pinned", "app:1.2.3"), plain.name()).ok());
+    CHECK(dry_run_create(myresource_manifest("myorg.io/v1alpha1", "pinned", "app:1.2.3"), plain.name()).ok());
+    CHECK(dry_run_create(myresource_manifest(copy_version, "pinned", "app:1.2.3"), plain.name()).ok());
   }
 
   {  // limits are required in tenant namespaces only
@@ -273,21 +293,22 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
     CHECK(dry_run_create(without_limits, plain.name()).ok());
     CHECK(dry_run_create(deployment("limited", "app:1.0.0", kHardened + kLimits), tenant.name()).ok());
 
-    const auto mr_without_limits = dry_run_create(myresource("myorg.io/v1alpha1", "unlimited", "app:1.0.0"), tenant.name());
+    const auto mr_without_limits =
+        dry_run_create(myresource_manifest("myorg.io/v1alpha1", "unlimited", "app:1.0.0"), tenant.name());
     INFO(mr_without_limits.output);
     CHECK_FALSE(mr_without_limits.ok());
     CHECK(mr_without_limits.output.find("myorg.io-tenant-resource-limits-" + suffix) != std::string::npos);
-    CHECK(dry_run_create(myresource("myorg.io/v1alpha1", "limited", "app:1.0.0",
-                                    "  resources: {limits: {cpu: 500m, memory: 128Mi}}\n"),
+    CHECK(dry_run_create(myresource_manifest("myorg.io/v1alpha1", "limited", "app:1.0.0",
+                                             "  resources: {limits: {cpu: 500m, memory: 128Mi}}\n"),
                          tenant.name())
               .ok());
   }
 
   {  // every Deployment the operator generates is accepted, in a tenant namespace too
     for (const auto* namespace_name : {&plain.name(), &tenant.name()}) {
-      for (const std::string& image :
-           {"registry.example.com:5000/team/web:1.4.2",
-            "web@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}) {
+      for (const std::string& image : std::vector<std::string>{
+               "registry.example.com:5000/team/web:1.4.2",
+               "web@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}) {
         const myresource::MyResource resource = operator_input(*namespace_name, image);
         const std::string stable = myresource::desired_stable_deployment(resource).to_json_string();
         const auto stable_result = dry_run_create(stable, *namespace_name);

@@ -14,14 +14,16 @@ namespace {
 // config/crds/kyverno of the pinned Kyverno module (downloaded into the module cache once).
 std::filesystem::path kyverno_crd_folder() {
   const std::string version = pinned_version("KYVERNO_VERSION");
-  const auto result = testenv::run("go mod download -json github.com/kyverno/kyverno@" + version + " 2>/dev/null");
+  const auto result =
+      testenv::run("go mod download -json github.com/kyverno/kyverno@" + version + " 2>/dev/null");
   INFO(result.output);
   REQUIRE(result.ok());
   const auto at = result.output.find("\"Dir\": \"");
   REQUIRE(at != std::string::npos);
   const auto start = at + 8;
   const std::filesystem::path folder =
-      std::filesystem::path(result.output.substr(start, result.output.find('"', start) - start)) / "config" / "crds" / "kyverno";
+      std::filesystem::path(result.output.substr(start, result.output.find('"', start) - start)) / "config" /
+      "crds" / "kyverno";
   REQUIRE(std::filesystem::exists(folder / "kyverno.io_clusterpolicies.yaml"));
   return folder;
 }
@@ -32,7 +34,8 @@ testenv::CommandResult strict_dry_run(const std::string& path) {
 
 }  // namespace
 
-TEST_CASE("policy: the Kyverno ClusterPolicies are valid against Kyverno's pinned CRDs", "[policy][kyverno]") {
+TEST_CASE("policy: the Kyverno ClusterPolicies are valid against Kyverno's pinned CRDs",
+          "[policy][kyverno]") {
   // Kyverno's CRDs, unless this cluster already has them (then they are left as they were).
   ScopedClusterObjects crds;
   const std::filesystem::path crd_folder = kyverno_crd_folder();
@@ -55,9 +58,9 @@ TEST_CASE("policy: the Kyverno ClusterPolicies are valid against Kyverno's pinne
     CHECK(policy["apiVersion"].as<std::string>() == "kyverno.io/v1");
     CHECK(policy["kind"].as<std::string>() == "ClusterPolicy");
     // The dry run answers once the new CRD's schema is served; retry briefly.
-    testenv::CommandResult result = kubectl_until(
-        "apply --dry-run=server --validate=strict -f " + packaging::shell_quote(file.string()), "(server dry run)",
-        std::chrono::seconds(30));
+    testenv::CommandResult result =
+        kubectl_until("apply --dry-run=server --validate=strict -f " + packaging::shell_quote(file.string()),
+                      "(server dry run)", std::chrono::seconds(30));
     INFO(result.output);
     CHECK(result.ok());
   }

@@ -3,8 +3,8 @@
 // documents as text for kubectl, cluster-scoped objects deleted when a test ends, and a wait
 // for admission policies to take effect (the API server loads them asynchronously).
 
-#include <catch2/catch.hpp>
 #include <yaml-cpp/yaml.h>
+#include <catch2/catch.hpp>
 
 #include <chrono>
 #include <filesystem>
@@ -29,7 +29,8 @@ inline std::string trimmed(std::string text) {
 
 // A value of hack/tools/versions.env, e.g. "KYVERNO_VERSION" -> "v1.19.1".
 inline std::string pinned_version(const std::string& variable) {
-  const std::string text = packaging::read_text(std::filesystem::path(testenv::source_dir()) / "hack/tools/versions.env");
+  const std::string text =
+      packaging::read_text(std::filesystem::path(testenv::source_dir()) / "hack/tools/versions.env");
   const std::string prefix = variable + "=";
   std::size_t at = text.find("\n" + prefix);
   if (at == std::string::npos) FAIL(variable << " is not pinned in hack/tools/versions.env");
@@ -40,7 +41,8 @@ inline std::string pinned_version(const std::string& variable) {
 // The opa binary pinned by hack/tools/opa (built by hack/build-tools.sh on first use).
 inline std::string opa_binary() {
   static const std::string binary = [] {
-    const auto result = testenv::run(testenv::source_dir() + "/hack/build-tools.sh --print-bin-dir opa 2>/dev/null");
+    const auto result =
+        testenv::run(testenv::source_dir() + "/hack/build-tools.sh --print-bin-dir opa 2>/dev/null");
     return result.ok() ? trimmed(result.output) + "/opa" : std::string();
   }();
   if (binary.empty()) FAIL("hack/build-tools.sh --print-bin-dir opa failed");
@@ -73,7 +75,8 @@ class ScopedClusterObjects {
   ScopedClusterObjects() = default;
   ~ScopedClusterObjects() {
     for (auto it = objects_.rbegin(); it != objects_.rend(); ++it)
-      testenv::kubectl("delete " + it->first + " " + it->second + " --ignore-not-found --wait=true --timeout=60s");
+      testenv::kubectl("delete " + it->first + " " + it->second +
+                       " --ignore-not-found --wait=true --timeout=60s");
   }
   ScopedClusterObjects(const ScopedClusterObjects&) = delete;
   ScopedClusterObjects& operator=(const ScopedClusterObjects&) = delete;

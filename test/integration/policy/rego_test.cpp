@@ -31,7 +31,8 @@ std::pair<int, int> opa_summary(const std::string& output) {
   std::smatch match;
   static const std::regex summary(R"((PASS|FAIL): ([0-9]+)/([0-9]+))");
   std::pair<int, int> last{-1, -1};
-  for (auto it = std::sregex_iterator(output.begin(), output.end(), summary); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(output.begin(), output.end(), summary); it != std::sregex_iterator();
+       ++it)
     last = {std::stoi((*it)[2]), std::stoi((*it)[3])};
   if (output.find("FAIL: ") != std::string::npos && last.first == last.second) last.first = -1;
   return last;
@@ -46,7 +47,8 @@ TEST_CASE("policy: the Gatekeeper Rego passes opa test with the pinned OPA", "[p
     INFO(stem);
     CHECK(std::filesystem::exists(rego_folder() / (stem + "_test.rego")));
   }
-  const auto result = testenv::run(opa_binary() + " test -v " + packaging::shell_quote(rego_folder().string()));
+  const auto result =
+      testenv::run(opa_binary() + " test -v " + packaging::shell_quote(rego_folder().string()));
   INFO(result.output);
   REQUIRE(result.ok());
   const auto [passed, total] = opa_summary(result.output);
@@ -100,7 +102,8 @@ TEST_CASE("policy: each ConstraintTemplate embeds exactly its tested Rego file",
 TEST_CASE("policy: the Kyverno ClusterPolicies carry the native policies' CEL", "[policy][kyverno]") {
   for (const auto& stem : rego_policy_stems()) {
     INFO(stem);
-    const auto native = packaging::yaml_documents(packaging::read_text(policy_folder() / "native" / (stem + ".yaml")));
+    const auto native =
+        packaging::yaml_documents(packaging::read_text(policy_folder() / "native" / (stem + ".yaml")));
     const YAML::Node kyverno = YAML::LoadFile((policy_folder() / "kyverno" / (stem + ".yaml")).string());
     REQUIRE(native.size() == 2);
     REQUIRE(native[0]["kind"].as<std::string>() == "ValidatingAdmissionPolicy");

@@ -4,10 +4,10 @@
 // the same flags, so a regression shows even before my-operator links.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
 #include <filesystem>
 #include <regex>
 #include <string>
-#include <unistd.h>
 
 #include "unit/packaging/packaging_files.h"
 
@@ -48,13 +48,16 @@ Hardening inspect(const std::filesystem::path& binary) {
               (header.find("Type:                              DYN") != std::string::npos &&
                std::regex_search(dynamic, std::regex(R"(FLAGS_1\).*\bPIE\b)")));
   found.relro = segments.find("GNU_RELRO") != std::string::npos;
-  found.bind_now = std::regex_search(dynamic, std::regex(R"(\(BIND_NOW\)|\(FLAGS\).*\bBIND_NOW\b|\(FLAGS_1\).*\bNOW\b)"));
+  found.bind_now =
+      std::regex_search(dynamic, std::regex(R"(\(BIND_NOW\)|\(FLAGS\).*\bBIND_NOW\b|\(FLAGS_1\).*\bNOW\b)"));
   std::smatch stack;
   found.stack_not_executable =
-      std::regex_search(segments, stack, std::regex(R"(GNU_STACK(\s+0x[0-9a-f]+){5}\s+(\S+))")) && stack[2] == "RW";
+      std::regex_search(segments, stack, std::regex(R"(GNU_STACK(\s+0x[0-9a-f]+){5}\s+(\S+))")) &&
+      stack[2] == "RW";
   found.stack_protector = symbols.find("__stack_chk_fail") != std::string::npos;
   static const std::regex fortified(R"(\b__[a-z]+_chk\b)");
-  for (auto it = std::sregex_iterator(symbols.begin(), symbols.end(), fortified); it != std::sregex_iterator(); ++it)
+  for (auto it = std::sregex_iterator(symbols.begin(), symbols.end(), fortified);
+       it != std::sregex_iterator(); ++it)
     if (it->str() != "__stack_chk_fail") ++found.fortified_calls;
   return found;
 }
@@ -82,7 +85,8 @@ TEST_CASE("security: this test binary is built hardened (the flags of CMakeLists
 TEST_CASE("security: my-operator is built with stack protector, FORTIFY_SOURCE, PIE, full RELRO, noexecstack",
           "[security]") {
   if (!std::filesystem::exists(operator_binary()))
-    FAIL("build my-operator first (cmake --build <build> --target my-operator): " << operator_binary().string());
+    FAIL("build my-operator first (cmake --build <build> --target my-operator): "
+         << operator_binary().string());
   require_hardened(operator_binary());
 }
 
@@ -91,12 +95,14 @@ TEST_CASE("security: the hardening check fails on a binary built without hardeni
   // stack protector shows every one of those.
   myop::packaging::TemporaryFolder folder("myop-hardening");
   const auto source = folder.path() / "soft.cpp";
-  myop::packaging::write_text(source, "#include <cstring>\nint main(int argc, char** argv) { char b[8]; "
-                                      "std::strcpy(b, argv[0]); return b[0] + argc; }\n");
+  myop::packaging::write_text(source,
+                              "#include <cstring>\nint main(int argc, char** argv) { char b[8]; "
+                              "std::strcpy(b, argv[0]); return b[0] + argc; }\n");
   const auto binary = folder.path() / "soft";
-  const auto built = run_command("c++ -O2 -fno-stack-protector -U_FORTIFY_SOURCE -fno-pie -no-pie "
-                                 "-Wl,-z,lazy -Wl,-z,norelro -Wl,-z,execstack -o " +
-                                 shell_quote(binary.string()) + " " + shell_quote(source.string()));
+  const auto built = run_command(
+      "c++ -O2 -fno-stack-protector -U_FORTIFY_SOURCE -fno-pie -no-pie "
+      "-Wl,-z,lazy -Wl,-z,norelro -Wl,-z,execstack -o " +
+      shell_quote(binary.string()) + " " + shell_quote(source.string()));
   INFO(built.output);
   REQUIRE(built.exit_code == 0);
   const Hardening found = inspect(binary);
