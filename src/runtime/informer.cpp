@@ -1,0 +1,239 @@
+#include "runtime/informer.h"
+
+#include <condition_variable>
+
+#include "runtime/event_handler.h"
+#include "runtime/logging.h"
+
+namespace myop::runtime {
+
+namespace {
+
+constexpr std::string_view kLastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration";
+
+}  // namespace
+
+void strip_for_cache(kube::Object& object) {
+  object.erase_managed_fields();
+  object.erase_annotation(kLastAppliedAnnotation);
+}
+
+Informer::Informer(std::shared_ptr<kube::WatchSource> source, InformerOptions options)
+    : source_(std::move(source)), options_(std::move(options)), cache_(options_.cache) {
+  if (!options_.clock) options_.clock = std::make_shared<SteadyClock>();
+}
+
+Informer::~Informer() { stop(); }
+
+void Informer::subscribe(EventHandler handler) {
+  std::lock_guard lock(mutex_);
+  handlers_.push_back(std::move(handler));
+}
+
+void Informer::start() {
+  if (watch_thread_.joinable()) return;
+  watch_thread_ = std::jthread([this](std::stop_token stop) { run_watch(stop); });
+  if (options_.resync_period > Duration::zero()) {
+    resync_thread_ = std::jthread([this](std::stop_token stop) { run_resync(stop); });
+  }
+}
+
+void Informer::stop() {
+  for (auto* thread : {&watch_thread_, &resync_thread_}) {
+    if (thread->joinable()) {
+      thread->request_stop();
+      thread->join();
+    }
+  }
+}
+
+ObjectPointer Informer::prepare(kube::Object object) const {
+  if (options_.transform) options_.transform(object);
+  // A fresh, tightly sized pool: the watch parser's pool and erased fields are left behind.
+  return std::make_shared<const kube::Object>(object.deep_copy());
+}
+
+void Informer::emit_locked(ObjectEvent event) {
+  for (auto& handler : handlers_) handler(event);
+}
+
+void Informer::prune_locked(TimePoint now) {
+  for (auto position = pending_writes_.begin(); position != pending_writes_.end();) {
+    position = position->second.expires <= now ? pending_writes_.erase(position) : std::next(position);
+  }
+}
+
+void Informer::handle(kube::WatcherEvent event) {
+  const TimePoint now = options_.clock->now();
+  std::lock_guard lock(mutex_);
+  prune_locked(now);
+  switch (event.type) {
+    case kube::WatcherEventType::InitStart:
+      initial_state_open_ = true;
+      listed_.clear();
+      return;
+    case kube::WatcherEventType::InitApply: {
+      if (!event.object) return;
+      ObjectPointer object = prepare(std::move(*event.object));
+      const ObjectKey key = key_of(*object);
+      listed_.insert(key);
+      ObjectPointer previous = cache_.get(key);
+      // A list is a complete, consistent state: it wins over a pending write.
+      if (auto pending = pending_writes_.find(key); pending != pending_writes_.end()) {
+        previous = pending->second.previous;
+        pending_writes_.erase(pending);
+        cache_.put(object);
+      } else if (previous && previous->resource_version() == object->resource_version()) {
+        return;  // unchanged: keep the snapshot readers already share
+      } else {
+        cache_.put(object);
+      }
+      if (previous && previous->resource_version() == object->resource_version()) return;
+      ObjectEvent change(previous ? EventType::updated : EventType::added, object, previous);
+      change.initial_list = !synced_;
+      change.seen = now;
+      emit_locked(std::move(change));
+      return;
+    }
+    case kube::WatcherEventType::InitDone: {
+      // Whatever the new initial state did not contain was deleted while we were not watching.
+      for (const auto& key : cache_.keys()) {
+        if (listed_.count(key)) continue;
+        ObjectPointer removed = cache_.erase(key);
+        pending_writes_.erase(key);
+        if (!removed) continue;
+        ObjectEvent deleted(EventType::deleted, removed);
+        deleted.seen = now;
+        emit_locked(std::move(deleted));
+      }
+      listed_.clear();
+      initial_state_open_ = false;
+      if (!synced_) {
+        synced_ = true;
+        log(spdlog::level::info, "Informer synced", {{"informer", options_.name}, {"objects", std::to_string(cache_.size())}});
+      }
+      return;
+    }
+    case kube::WatcherEventType::Apply: {
+      if (!event.object) return;
+      ObjectPointer object = prepare(std::move(*event.object));
+      const ObjectKey key = key_of(*object);
+      ObjectPointer previous;
+      if (auto pending = pending_writes_.find(key); pending != pending_writes_.end()) {
+        if (pending->second.resource_version != object->resource_version()) {
+          // Older than our own write (the stream delivers in order and ours has not come yet).
+          return;
+        }
+        previous = pending->second.previous;
+        pending_writes_.erase(pending);
+        cache_.put(object);
+      } else {
+        previous = cache_.put(object);
+      }
+      ObjectEvent change(previous ? EventType::updated : EventType::added, object, previous);
+      change.seen = now;
+      emit_locked(std::move(change));
+      return;
+    }
+    case kube::WatcherEventType::Delete: {
+      if (!event.object) return;
+      ObjectPointer object = prepare(std::move(*event.object));
+      const ObjectKey key = key_of(*object);
+      pending_writes_.erase(key);
+      cache_.erase(key);
+      ObjectEvent deleted(EventType::deleted, object);
+      deleted.seen = now;
+      emit_locked(std::move(deleted));
+      return;
+    }
+    case kube::WatcherEventType::Bookmark: return;
+  }
+}
+
+bool Informer::observe_write(const rapidjson::Value& returned_object, std::string_view based_on_resource_version) {
+  if (!returned_object.IsObject()) return false;
+  auto copy = kube::Object::copy_of(returned_object);
+  if (copy.name().empty() || copy.resource_version().empty()) return false;
+  if (!options_.namespace_name.empty() && copy.namespace_name() != options_.namespace_name) return false;
+  ObjectPointer object = prepare(std::move(copy));
+  const ObjectKey key = key_of(*object);
+  const TimePoint now = options_.clock->now();
+  std::lock_guard lock(mutex_);
+  prune_locked(now);
+  ObjectPointer current = cache_.get(key);
+  const std::string_view current_version = current ? current->resource_version() : std::string_view();
+  // The cache moved past the version we wrote on: the watch already delivered our write or something
+  // newer. Either way the cache must not go back.
+  if (current_version != based_on_resource_version) return false;
+  auto [pending, inserted] = pending_writes_.try_emplace(key);
+  if (inserted) pending->second.previous = current;  // keep what subscribers saw before our first write
+  pending->second.resource_version = std::string(object->resource_version());
+  pending->second.expires = now + options_.pending_write_timeout;
+  cache_.put(object);
+  return true;
+}
+
+void Informer::observe_delete(const ObjectKey& key) {
+  const TimePoint now = options_.clock->now();
+  std::lock_guard lock(mutex_);
+  ObjectPointer current = cache_.erase(key);
+  if (!current) return;
+  auto [pending, inserted] = pending_writes_.try_emplace(key);
+  if (inserted) pending->second.previous = current;
+  pending->second.resource_version.clear();
+  pending->second.expires = now + options_.pending_write_timeout;
+}
+
+void Informer::resync() {
+  std::lock_guard lock(mutex_);
+  const TimePoint now = options_.clock->now();
+  for (const auto& object : cache_.list()) {
+    ObjectEvent event(EventType::resync, object);
+    event.seen = now;
+    emit_locked(std::move(event));
+  }
+}
+
+Duration Informer::next_resync_delay() {
+  std::uniform_real_distribution<double> factor(1.0 - options_.resync_jitter, 1.0 + options_.resync_jitter);
+  return std::chrono::duration_cast<Duration>(options_.resync_period * factor(random_));
+}
+
+void Informer::run_watch(std::stop_token stop) {
+  auto options = options_.watcher;
+  auto user_on_error = options.on_error;
+  options.on_error = [this, user_on_error](const kube::Error& error, std::chrono::milliseconds retry_in) {
+    log(spdlog::level::warn, "Watch failed, retrying",
+        {{"informer", options_.name}, {"error", error.to_string()}, {"retryInMs", std::to_string(retry_in.count())}});
+    if (user_on_error) user_on_error(error, retry_in);
+  };
+  while (!stop.stop_requested()) {
+    kube::Watcher watcher(source_, options);
+    auto result = watcher.run([this](kube::WatcherEvent event) { handle(std::move(event)); }, stop);
+    if (stop.stop_requested()) break;
+    if (!result) {
+      log(spdlog::level::err, "Watcher ended, restarting", {{"informer", options_.name}, {"error", result.error().to_string()}});
+    }
+    std::mutex mutex;
+    std::condition_variable_any wait;
+    std::unique_lock lock(mutex);
+    wait.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; });
+  }
+}
+
+void Informer::run_resync(std::stop_token stop) {
+  std::mutex mutex;
+  std::condition_variable_any wait;
+  std::unique_lock lock(mutex);
+  while (!stop.stop_requested()) {
+    const TimePoint due = options_.clock->now() + next_resync_delay();
+    while (!stop.stop_requested() && options_.clock->now() < due) {
+      wait.wait_for(lock, stop, std::min<Duration>(due - options_.clock->now(), std::chrono::seconds(1)),
+                    [] { return false; });
+    }
+    if (stop.stop_requested()) return;
+    if (synced_) resync();
+  }
+}
+
+}  // namespace myop::runtime

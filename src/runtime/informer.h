@@ -1,0 +1,119 @@
+#pragma once
+// An informer: one kind (in one namespace or all), kept in an ObjectCache by a kube::Watcher
+// (list+watch, resumable, relist after 410), and told to subscribers as ObjectEvents.
+//
+// - Synced only after the first complete initial state; its objects arrive as `added` events with
+//   initial_list set (low priority).
+// - A relist (after 410 or a failed initial state) is diffed against the cache in place: each
+//   listed object replaces its old snapshot at once (changed ones are delivered as updates), and
+//   at the end objects not listed are deleted and delivered as deletes. Only keys are kept aside,
+//   never a second copy of the objects.
+// - Every object goes through a transform before it is stored; the default drops
+//   metadata.managedFields and the kubectl last-applied-configuration annotation, then copies the
+//   object into a tightly sized pool (erasing does not give pool memory back).
+// - Read-your-own-writes: observe_write() puts the object a write returned into the cache at once,
+//   provided the cache still holds the version the write was based on (so nothing newer can have
+//   arrived meanwhile). Until the watch delivers the written resourceVersion, other watch events
+//   for the key (necessarily older: the stream is ordered) do not overwrite it; when it arrives,
+//   subscribers get the update as if the cache had not been touched. resourceVersions are only
+//   compared for equality, never ordered.
+// - Every resync period (10 h by default, jittered) each cached object is re-delivered as a
+//   `resync` event (low priority).
+#include <rapidjson/document.h>
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "kube/watch.h"
+#include "kube/watch_source.h"
+#include "runtime/cache.h"
+#include "runtime/clock.h"
+#include "runtime/object_event.h"
+#include "runtime/runnable.h"
+
+namespace myop::runtime {
+
+using Transform = std::function<void(kube::Object&)>;
+
+// Drops metadata.managedFields and the kubectl.kubernetes.io/last-applied-configuration annotation.
+void strip_for_cache(kube::Object& object);
+
+struct InformerOptions {
+  std::string name = "informer";
+  // Only objects of this namespace are accepted by observe_write ("" = any).
+  std::string namespace_name;
+  Transform transform = strip_for_cache;
+  Duration resync_period = std::chrono::hours(10);
+  double resync_jitter = 0.1;  // each period is resync_period * (1 +- jitter)
+  // How long a written object is protected from older watch events if its own event never shows.
+  Duration pending_write_timeout = std::chrono::minutes(2);
+  CacheOptions cache{};
+  kube::WatcherOptions watcher{};
+  std::shared_ptr<const Clock> clock = std::make_shared<SteadyClock>();
+};
+
+class Informer final : public Runnable, public EventSource {
+ public:
+  Informer(std::shared_ptr<kube::WatchSource> source, InformerOptions options);
+  ~Informer() override;
+
+  std::string name() const override { return options_.name; }
+  void start() override;
+  void stop() override;
+  bool has_synced() const override { return synced_; }
+  void subscribe(EventHandler handler) override;
+
+  const ObjectCache& cache() const { return cache_; }
+
+  // Read-your-own-writes: the object a create/update/patch returned. `based_on_resource_version`
+  // is the resourceVersion of the cached object the write started from ("" for a create).
+  // Returns true when the cache took the object.
+  bool observe_write(const rapidjson::Value& returned_object, std::string_view based_on_resource_version);
+  // Read-your-own-writes for a delete that removed the object at once.
+  void observe_delete(const ObjectKey& key);
+
+  // One watcher event (the watch thread calls this; unit tests call it directly).
+  void handle(kube::WatcherEvent event);
+  // Re-delivers every cached object as a resync event (the resync thread calls this).
+  void resync();
+
+ private:
+  struct PendingWrite {
+    std::string resource_version;  // "" for a delete
+    ObjectPointer previous;        // what subscribers last saw for the key
+    TimePoint expires;
+  };
+
+  ObjectPointer prepare(kube::Object object) const;
+  void emit_locked(ObjectEvent event);
+  void prune_locked(TimePoint now);
+  void run_watch(std::stop_token stop);
+  void run_resync(std::stop_token stop);
+  Duration next_resync_delay();
+
+  std::shared_ptr<kube::WatchSource> source_;
+  InformerOptions options_;
+  ObjectCache cache_;
+  std::atomic<bool> synced_{false};
+
+  std::mutex mutex_;  // serializes cache changes and event delivery
+  std::vector<EventHandler> handlers_;
+  bool initial_state_open_ = false;
+  std::set<ObjectKey> listed_;  // keys seen since InitStart
+  std::unordered_map<ObjectKey, PendingWrite, ObjectKeyHash> pending_writes_;
+
+  std::mt19937_64 random_{std::random_device{}()};
+  std::jthread watch_thread_;
+  std::jthread resync_thread_;
+};
+
+}  // namespace myop::runtime

@@ -1,0 +1,212 @@
+#include <catch2/catch.hpp>
+
+#include "object_builder.h"
+#include "runtime/informer.h"
+
+using namespace myop;
+using namespace myop::runtime;
+
+namespace {
+
+kube::Object config_map(const std::string& namespace_name, const std::string& name, const std::string& version,
+                        const std::string& extra_metadata = "") {
+  auto parsed = kube::Object::parse(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":")" +
+                                    namespace_name + R"(","name":")" + name + R"(","resourceVersion":")" + version +
+                                    "\"" + extra_metadata + R"(},"data":{"k":"v"}})");
+  REQUIRE(parsed);
+  return std::move(parsed).value();
+}
+
+kube::WatcherEvent watcher_event(kube::WatcherEventType type, std::optional<kube::Object> object = std::nullopt) {
+  kube::WatcherEvent event;
+  event.type = type;
+  event.object = std::move(object);
+  return event;
+}
+
+struct Recorded {
+  EventType type;
+  std::string name;
+  std::string version;
+  std::string old_version;
+  bool initial_list;
+};
+
+struct Fixture {
+  Informer informer{nullptr, [] {
+                      InformerOptions options;
+                      options.name = "configmaps";
+                      return options;
+                    }()};
+  std::vector<Recorded> events;
+  Fixture() {
+    informer.subscribe([this](const ObjectEvent& event) {
+      events.push_back({event.type, std::string(event.object->name()), std::string(event.object->resource_version()),
+                        event.old_object ? std::string(event.old_object->resource_version()) : "",
+                        event.initial_list});
+    });
+  }
+  void list(std::vector<kube::Object> objects) {
+    informer.handle(watcher_event(kube::WatcherEventType::InitStart));
+    for (auto& object : objects) informer.handle(watcher_event(kube::WatcherEventType::InitApply, std::move(object)));
+    informer.handle(watcher_event(kube::WatcherEventType::InitDone));
+  }
+  std::string cached_version(const std::string& name) {
+    auto object = informer.cache().get({"ns", name});
+    return object ? std::string(object->resource_version()) : "<none>";
+  }
+};
+
+std::vector<kube::Object> objects(std::initializer_list<std::pair<const char*, const char*>> names_and_versions) {
+  std::vector<kube::Object> result;
+  for (const auto& [name, version] : names_and_versions) result.push_back(config_map("ns", name, version));
+  return result;
+}
+
+}  // namespace
+
+TEST_CASE("the informer is synced only after the initial state, delivered at low priority", "[runtime][informer]") {
+  Fixture fixture;
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::InitStart));
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::InitApply, config_map("ns", "a", "1")));
+  CHECK_FALSE(fixture.informer.has_synced());
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::InitDone));
+  CHECK(fixture.informer.has_synced());
+  REQUIRE(fixture.events.size() == 1);
+  CHECK(fixture.events[0].type == EventType::added);
+  CHECK(fixture.events[0].initial_list);
+}
+
+TEST_CASE("a relist is diffed: changes as updates, missing objects as deletes", "[runtime][informer]") {
+  Fixture fixture;
+  fixture.list(objects({{"a", "1"}, {"b", "1"}, {"c", "1"}}));
+  fixture.events.clear();
+  fixture.list(objects({{"a", "1"}, {"b", "2"}, {"d", "5"}}));
+  REQUIRE(fixture.events.size() == 3);
+  CHECK(fixture.events[0].type == EventType::updated);
+  CHECK(fixture.events[0].name == "b");
+  CHECK(fixture.events[0].old_version == "1");
+  CHECK(fixture.events[1].type == EventType::added);
+  CHECK(fixture.events[1].name == "d");
+  CHECK_FALSE(fixture.events[1].initial_list);
+  CHECK(fixture.events[2].type == EventType::deleted);
+  CHECK(fixture.events[2].name == "c");
+  CHECK(fixture.informer.cache().size() == 3);
+  CHECK(fixture.cached_version("c") == "<none>");
+}
+
+TEST_CASE("an initial state that restarts midway drops nothing it should keep", "[runtime][informer]") {
+  Fixture fixture;
+  fixture.list(objects({{"a", "1"}, {"b", "1"}}));
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::InitStart));
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::InitApply, config_map("ns", "a", "1")));
+  // The attempt failed; a new one starts and completes.
+  fixture.list(objects({{"b", "1"}, {"a", "1"}}));
+  CHECK(fixture.informer.cache().size() == 2);
+}
+
+TEST_CASE("watch events apply in order; deletes are delivered", "[runtime][informer]") {
+  Fixture fixture;
+  fixture.list({});
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "1")));
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "2")));
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Delete, config_map("ns", "a", "3")));
+  REQUIRE(fixture.events.size() == 3);
+  CHECK(fixture.events[0].type == EventType::added);
+  CHECK(fixture.events[1].type == EventType::updated);
+  CHECK(fixture.events[1].old_version == "1");
+  CHECK(fixture.events[2].type == EventType::deleted);
+  CHECK(fixture.informer.cache().size() == 0);
+}
+
+TEST_CASE("the default transform drops managedFields and last-applied-configuration", "[runtime][informer]") {
+  Fixture fixture;
+  std::vector<kube::Object> listed;
+  listed.push_back(config_map("ns", "a", "1",
+                              R"(,"managedFields":[{"manager":"kubectl","operation":"Apply"}],)"
+                              R"("annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}","keep":"me"})"));
+  fixture.list(std::move(listed));
+  auto cached = fixture.informer.cache().get({"ns", "a"});
+  REQUIRE(cached);
+  CHECK(cached->view().find({"metadata", "managedFields"}) == nullptr);
+  CHECK_FALSE(cached->view().annotation("kubectl.kubernetes.io/last-applied-configuration"));
+  CHECK(cached->view().annotation("keep") == std::optional<std::string_view>("me"));
+}
+
+TEST_CASE("read-your-own-writes: a write result enters the cache and older events cannot undo it",
+          "[runtime][informer]") {
+  Fixture fixture;
+  fixture.list(objects({{"a", "10"}}));
+  fixture.events.clear();
+  auto written = config_map("ns", "a", "12");
+  CHECK(fixture.informer.observe_write(written.json(), "10"));
+  CHECK(fixture.cached_version("a") == "12");
+  CHECK(fixture.events.empty());
+  // Someone else's patch landed between our read and our write; its event arrives first.
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "11")));
+  CHECK(fixture.cached_version("a") == "12");
+  // Our own write's event: subscribers see the change from what they last saw.
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "12")));
+  REQUIRE(fixture.events.size() == 1);
+  CHECK(fixture.events[0].type == EventType::updated);
+  CHECK(fixture.events[0].old_version == "10");
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "13")));
+  CHECK(fixture.cached_version("a") == "13");
+}
+
+TEST_CASE("read-your-own-writes never moves the cache backwards", "[runtime][informer]") {
+  Fixture fixture;
+  fixture.list(objects({{"a", "10"}}));
+  // The watch delivered our write (12) and a newer one (13) before the write call returned.
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "12")));
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "13")));
+  auto written = config_map("ns", "a", "12");
+  CHECK_FALSE(fixture.informer.observe_write(written.json(), "10"));
+  CHECK(fixture.cached_version("a") == "13");
+  // Creates are based on nothing.
+  auto created = config_map("ns", "new", "20");
+  CHECK(fixture.informer.observe_write(created.json(), ""));
+  CHECK(fixture.cached_version("new") == "20");
+}
+
+TEST_CASE("read-your-own-writes for deletes", "[runtime][informer]") {
+  Fixture fixture;
+  fixture.list(objects({{"a", "10"}}));
+  fixture.events.clear();
+  fixture.informer.observe_delete({"ns", "a"});
+  CHECK(fixture.cached_version("a") == "<none>");
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "11")));
+  CHECK(fixture.cached_version("a") == "<none>");
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Delete, config_map("ns", "a", "12")));
+  REQUIRE(fixture.events.size() == 1);
+  CHECK(fixture.events[0].type == EventType::deleted);
+}
+
+TEST_CASE("resync re-delivers every cached object", "[runtime][informer]") {
+  Fixture fixture;
+  fixture.list(objects({{"a", "1"}, {"b", "1"}}));
+  fixture.events.clear();
+  fixture.informer.resync();
+  REQUIRE(fixture.events.size() == 2);
+  CHECK(fixture.events[0].type == EventType::resync);
+}
+
+TEST_CASE("the cache indexes by namespace, controller owner and label", "[runtime][cache]") {
+  ObjectCache cache;
+  cache.put(testing::make_object(
+      R"({"metadata":{"namespace":"a","name":"x","labels":{"app":"web"},"ownerReferences":[{"apiVersion":"myorg.io/v1alpha1","kind":"MyResource","name":"o","uid":"uid-1","controller":true}]}})"));
+  cache.put(testing::make_object(R"({"metadata":{"namespace":"a","name":"y","labels":{"app":"db"}}})"));
+  cache.put(testing::make_object(R"({"metadata":{"namespace":"b","name":"z","labels":{"app":"web"}}})"));
+  CHECK(cache.list_namespace("a").size() == 2);
+  CHECK(cache.list_namespace("b").size() == 1);
+  CHECK(cache.list_namespace("").empty());
+  CHECK(cache.list_by_controller_owner("uid-1").size() == 1);
+  CHECK(cache.list_by_label("app", "web").size() == 2);
+  // Relabel: the index follows.
+  cache.put(testing::make_object(R"({"metadata":{"namespace":"b","name":"z","labels":{"app":"db"}}})"));
+  CHECK(cache.list_by_label("app", "web").size() == 1);
+  CHECK(cache.list_by_label("app", "db").size() == 2);
+  cache.erase({"a", "x"});
+  CHECK(cache.list_by_controller_owner("uid-1").empty());
+  CHECK(cache.list_by_label("app", "web").empty());
+}
