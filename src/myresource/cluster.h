@@ -1,0 +1,60 @@
+// What the MyResource reconciler needs from the cluster, as one narrow interface: reads from the
+// informer caches, the few writes it makes, and events. The reconciler is tested against a fake
+// of this interface; kube_cluster.h implements it with the real client and informers.
+#pragma once
+
+#include <memory>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kube/errors.h"
+#include "kube/object.h"
+#include "myresource/features.h"
+
+namespace myop::myresource {
+
+using ObjectPointer = std::shared_ptr<const kube::Object>;
+
+// The object an event is about.
+struct EventSubject {
+  std::string api_version;
+  std::string kind;
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+};
+
+class Cluster {
+ public:
+  virtual ~Cluster() = default;
+
+  // Reads come from the caches (never from the API server), nullptr when absent.
+  virtual ObjectPointer get_myresource(std::string_view namespace_name, std::string_view name) = 0;
+  virtual ObjectPointer get_deployment(std::string_view namespace_name, std::string_view name) = 0;
+
+  // The operator-wide feature flags (from the watched ConfigMap) as they are now.
+  virtual Features features() = 0;
+
+  // Server-side apply of a complete desired Deployment with field manager my-operator and force
+  // (the operator owns these fields; a hand edit loses them back). The cache takes the answer.
+  virtual kube::Result<void> apply_deployment(const kube::Object& desired, std::string_view based_on_resource_version,
+                                              std::stop_token stop) = 0;
+  // Foreground deletion with a UID precondition (never deletes a same-named successor).
+  virtual kube::Result<void> delete_deployment(std::string_view namespace_name, std::string_view name,
+                                               std::string_view uid, std::stop_token stop) = 0;
+  // Replaces metadata.finalizers, with a resourceVersion precondition (409 when the object moved on).
+  virtual kube::Result<void> set_myresource_finalizers(std::string_view namespace_name, std::string_view name,
+                                                       const std::vector<std::string>& finalizers,
+                                                       std::string_view resource_version, std::stop_token stop) = 0;
+  // Server-side apply of the status subresource (body from status_apply_body).
+  virtual kube::Result<void> apply_myresource_status(const kube::Object& body, std::string_view based_on_resource_version,
+                                                     std::stop_token stop) = 0;
+
+  // type is "Normal" or "Warning"; reason CamelCase; duplicates may be folded by the implementation.
+  virtual void record_event(const EventSubject& subject, std::string_view type, std::string_view reason,
+                            std::string_view action, std::string_view message) = 0;
+};
+
+}  // namespace myop::myresource
