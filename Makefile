@@ -1,10 +1,13 @@
-# my-operator. `make test` is the one test command (README, .ci/run).
+# my-operator. `make test` is the one test command (README, .ci/run); `make demo` runs it.
 BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 CTEST_ARGS ?=
 JOBS ?= $(shell nproc)
+NAMESPACE ?= my-operator-system
+HELM = $(shell hack/build-tools.sh --print-bin-dir helm)/helm
 
-.PHONY: all deps tools configure build test unit-test integration-test testenv-up testenv-down fmt lint clean
+.PHONY: all deps tools configure build test unit-test integration-test e2e run demo demo-down \
+        deploy undeploy helm-lint bench fuzz sbom scan testenv-up testenv-down fmt lint clean
 
 all: build
 
@@ -20,7 +23,8 @@ configure:
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# Installs packages, builds the pinned control plane (cached), builds, runs every test.
+# Installs packages, builds the pinned control plane (cached), builds, runs every test:
+# unit, integration (real control plane) and the chainsaw e2e stories.
 test: deps tools build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
@@ -29,6 +33,43 @@ unit-test: build
 
 integration-test: tools build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -L integration $(CTEST_ARGS)
+
+e2e: tools build
+	ctest --test-dir $(BUILD_DIR) --output-on-failure -R '^e2e' $(CTEST_ARGS)
+
+# The operator against $KUBECONFIG (or ~/.kube/config, or in-cluster), in the foreground.
+run: build
+	$(BUILD_DIR)/my-operator --log-format text
+
+# The README's run command: local control plane (unless KUBECONFIG is set), chart, operator, sample.
+demo: deps tools build
+	hack/demo.sh $(BUILD_DIR)/my-operator
+
+demo-down:
+	hack/demo.sh --down
+
+# Installs the chart into the cluster of $KUBECONFIG (the image must be pullable there).
+deploy: tools
+	$(HELM) upgrade --install my-operator charts/my-operator --namespace $(NAMESPACE) --create-namespace
+
+undeploy: tools
+	$(HELM) uninstall my-operator --namespace $(NAMESPACE)
+
+helm-lint: tools
+	$(HELM) lint --strict charts/my-operator
+
+# Benchmarks (never part of `make test`); see bench/README.md.
+bench: tools build
+	bench/run
+
+fuzz:
+	hack/fuzz.sh
+
+sbom: build tools
+	hack/sbom.sh $(BUILD_DIR)/my-operator
+
+scan: sbom
+	hack/scan.sh
 
 # A control plane for a person: prints the KUBECONFIG to use.
 testenv-up: tools
