@@ -73,6 +73,19 @@ std::string_view hint(Reason reason) {
   }
 }
 
+void append_hint(Error& error) {
+  std::string_view advice = hint(error.reason);
+  // A server-side apply conflict is not a stale read: another manager owns the fields.
+  for (const auto& cause : error.causes)
+    if (cause.type == "FieldManagerConflict")
+      advice = "another field manager owns these fields: leave them out of the applied object, or apply with "
+               "force to take them over";
+  if (advice.empty()) return;
+  error.message += " (";
+  error.message += advice;
+  error.message += ")";
+}
+
 std::string string_member(const rapidjson::Value& object, const char* name) {
   if (!object.IsObject()) return {};
   auto member = object.FindMember(name);
@@ -192,11 +205,7 @@ Error error_from_status(const rapidjson::Value& status, int http_code) {
     error.message = "the API server answered " + std::string(reason_name(error.reason));
     if (!error.name.empty()) error.message += " for " + error.kind + " \"" + error.name + "\"";
   }
-  if (auto advice = hint(error.reason); !advice.empty()) {
-    error.message += " (";
-    error.message += advice;
-    error.message += ")";
-  }
+  append_hint(error);
   return error;
 }
 
@@ -211,11 +220,7 @@ Error error_from_response(int http_code, std::string_view body) {
   error.reason = reason_from_http_code(http_code);
   error.message = "the API server answered HTTP " + std::to_string(http_code);
   if (!body.empty()) error.message += " with a body that is not a metav1.Status: " + quote_body(body);
-  if (auto advice = hint(error.reason); !advice.empty()) {
-    error.message += " (";
-    error.message += advice;
-    error.message += ")";
-  }
+  append_hint(error);
   return error;
 }
 

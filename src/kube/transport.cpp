@@ -120,8 +120,17 @@ void configure_tls(boost::asio::ssl::context& context, const TlsMaterial& materi
     SSL_CTX_set_cert_verify_callback(native, verify_and_record, material.diagnostics);
   }
   if (!material.client_certificate_pem.empty()) {
-    context.use_certificate_chain(boost::asio::buffer(material.client_certificate_pem));
-    context.use_private_key(boost::asio::buffer(material.client_key_pem), boost::asio::ssl::context::pem);
+    try {
+      context.use_certificate_chain(boost::asio::buffer(material.client_certificate_pem));
+    } catch (const std::exception& error) {
+      throw std::runtime_error(std::string("the client certificate cannot be loaded: ") + error.what());
+    }
+    try {
+      context.use_private_key(boost::asio::buffer(material.client_key_pem), boost::asio::ssl::context::pem);
+    } catch (const std::exception& error) {
+      throw std::runtime_error(
+          std::string("the client key cannot be loaded or does not belong to the client certificate: ") + error.what());
+    }
     if (SSL_CTX_check_private_key(native) != 1)
       throw std::runtime_error("the client key does not belong to the client certificate");
   }

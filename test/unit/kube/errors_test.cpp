@@ -116,3 +116,13 @@ TEST_CASE("Result holds a value or an error", "[kube][errors]") {
   Result<void> failed = myop::kube::make_error(Reason::Cancelled, "stopped");
   CHECK(myop::kube::is_cancelled(failed.error()));
 }
+
+TEST_CASE("a server-side apply conflict advises force, not a re-read", "[kube][errors]") {
+  Error error = myop::kube::error_from_response(
+      409, R"json({"kind":"Status","status":"Failure","reason":"Conflict","code":409,
+        "message":"Apply failed with 1 conflict: conflict with \"manager-a\": .data.owned",
+        "details":{"causes":[{"reason":"FieldManagerConflict","message":"conflict with \"manager-a\"","field":".data.owned"}]}})json");
+  CHECK(error.reason == Reason::Conflict);
+  CHECK(error.message.find("force") != std::string::npos);
+  CHECK(error.message.find("read it again") == std::string::npos);
+}

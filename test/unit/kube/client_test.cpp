@@ -1,0 +1,184 @@
+// The REST client's requests, checked against a recording Transport (the real server is in
+// test/integration/kube/).
+#include "kube/client.h"
+
+#include <catch2/catch.hpp>
+
+#include <deque>
+
+using namespace myop::kube;
+
+namespace {
+
+class RecordingTransport final : public Transport {
+ public:
+  std::vector<Request> requests;
+  std::deque<Result<Response>> answers;
+
+  Result<Response> send(const Request& request, std::stop_token) override {
+    requests.push_back(request);
+    if (answers.empty()) return Response{200, "{}", "application/json"};
+    auto answer = std::move(answers.front());
+    answers.pop_front();
+    return answer;
+  }
+  Result<StreamEnd> stream(const Request& request, const ChunkHandler& on_chunk, std::stop_token,
+                           const StreamOptions&) override {
+    requests.push_back(request);
+    on_chunk(R"({"type":"ADDED","object":{}})");
+    return StreamEnd::ServerClosed;
+  }
+  const std::string& host() const override { return host_; }
+
+ private:
+  std::string host_ = "test:443";
+};
+
+rapidjson::Document parse(const std::string& text) {
+  rapidjson::Document document;
+  document.Parse(text.c_str());
+  return document;
+}
+
+std::string query_value(const Request& request, const std::string& name) {
+  for (const auto& [key, value] : request.query)
+    if (key == name) return value;
+  return "<absent>";
+}
+
+}  // namespace
+
+TEST_CASE("verbs map onto methods, paths, content types and query parameters", "[kube][client]") {
+  auto transport = std::make_shared<RecordingTransport>();
+  Client client(transport, "my-operator");
+  const auto object = parse(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","resourceVersion":"7"}})");
+
+  SECTION("create") {
+    REQUIRE(client.create(resources::config_maps(), "ns", object).ok());
+    const Request& sent = transport->requests.back();
+    CHECK(sent.method == "POST");
+    CHECK(sent.path == "/api/v1/namespaces/ns/configmaps");
+    CHECK(sent.content_type == "application/json");
+    CHECK(query_value(sent, "fieldManager") == "my-operator");
+    CHECK(sent.body.find(R"("resourceVersion":"7")") != std::string::npos);
+  }
+  SECTION("update sends the object's resourceVersion as the precondition") {
+    REQUIRE(client.update(resources::config_maps(), "ns", object).ok());
+    const Request& sent = transport->requests.back();
+    CHECK(sent.method == "PUT");
+    CHECK(sent.path == "/api/v1/namespaces/ns/configmaps/c");
+    CHECK(sent.body.find(R"("resourceVersion":"7")") != std::string::npos);
+  }
+  SECTION("update_status goes to the status subresource") {
+    REQUIRE(client.update_status(resources::my_resources(), "ns", object).ok());
+    CHECK(transport->requests.back().path == "/apis/myorg.io/v1alpha1/namespaces/ns/myresources/c/status");
+  }
+  SECTION("apply with force") {
+    PatchOptions options;
+    options.field_manager = "mgr";
+    options.force = true;
+    REQUIRE(client.apply(resources::deployments(), "ns", object, options).ok());
+    const Request& sent = transport->requests.back();
+    CHECK(sent.method == "PATCH");
+    CHECK(sent.content_type == "application/apply-patch+yaml");
+    CHECK(sent.path == "/apis/apps/v1/namespaces/ns/deployments/c");
+    CHECK(query_value(sent, "fieldManager") == "mgr");
+    CHECK(query_value(sent, "force") == "true");
+  }
+  SECTION("apply without a field manager uses the client's") {
+    REQUIRE(client.apply(resources::deployments(), "ns", object, {}).ok());
+    CHECK(query_value(transport->requests.back(), "fieldManager") == "my-operator");
+    CHECK(query_value(transport->requests.back(), "force") == "<absent>");
+  }
+  SECTION("merge patch on a cluster-scoped object") {
+    REQUIRE(client.patch(resources::namespaces(), "", "team", PatchType::Merge, R"({"metadata":{}})").ok());
+    const Request& sent = transport->requests.back();
+    CHECK(sent.path == "/api/v1/namespaces/team");
+    CHECK(sent.content_type == "application/merge-patch+json");
+    CHECK(query_value(sent, "fieldManager") == "<absent>");
+  }
+  SECTION("delete carries DeleteOptions with preconditions and propagation") {
+    DeleteOptions options;
+    options.propagation_policy = "Foreground";
+    options.precondition_uid = "u-1";
+    options.precondition_resource_version = "9";
+    options.grace_period_seconds = 0;
+    REQUIRE(client.remove(resources::deployments(), "ns", "web", options).ok());
+    const Request& sent = transport->requests.back();
+    CHECK(sent.method == "DELETE");
+    auto body = parse(sent.body);
+    CHECK(std::string(body["propagationPolicy"].GetString()) == "Foreground");
+    CHECK(std::string(body["preconditions"]["uid"].GetString()) == "u-1");
+    CHECK(std::string(body["preconditions"]["resourceVersion"].GetString()) == "9");
+    CHECK(body["gracePeriodSeconds"].GetInt64() == 0);
+  }
+  SECTION("an object without a name cannot be updated") {
+    auto nameless = parse(R"({"metadata":{}})");
+    auto result = client.update(resources::config_maps(), "ns", nameless);
+    REQUIRE_FALSE(result.ok());
+    CHECK(result.error().reason == Reason::BadRequest);
+    CHECK(transport->requests.empty());
+  }
+  SECTION("watch builds a streaming GET") {
+    WatchOptions options;
+    options.resource_version = "5";
+    std::string received;
+    auto ended = client.watch(resources::config_maps(), "", options, [&](std::string_view chunk) {
+      received.append(chunk);
+      return true;
+    });
+    REQUIRE(ended.ok());
+    CHECK(transport->requests.back().path == "/api/v1/configmaps");
+    CHECK(query_value(transport->requests.back(), "watch") == "true");
+    CHECK(received.find("ADDED") != std::string::npos);
+  }
+}
+
+TEST_CASE("non-2xx answers become typed errors", "[kube][client]") {
+  auto transport = std::make_shared<RecordingTransport>();
+  Client client(transport);
+  transport->answers.push_back(Response{404, R"({"kind":"Status","reason":"NotFound","message":"configmaps \"x\" not found","code":404})", ""});
+  auto result = client.get(resources::config_maps(), "ns", "x");
+  REQUIRE_FALSE(result.ok());
+  CHECK(is_not_found(result.error()));
+  transport->answers.push_back(Response{200, "not json", ""});
+  auto garbage = client.get(resources::config_maps(), "ns", "x");
+  REQUIRE_FALSE(garbage.ok());
+  CHECK(garbage.error().message.find("not JSON") != std::string::npos);
+  transport->answers.push_back(make_error(Reason::Transport, "connection refused"));
+  auto broken = client.get(resources::config_maps(), "ns", "x");
+  REQUIRE_FALSE(broken.ok());
+  CHECK(is_transport(broken.error()));
+}
+
+TEST_CASE("list_all joins pages and falls back to a full list when the continue token expires", "[kube][client]") {
+  auto transport = std::make_shared<RecordingTransport>();
+  Client client(transport);
+  ListOptions options;
+  options.limit = 2;
+  options.resource_version = "0";
+
+  SECTION("pages are joined in order") {
+    transport->answers.push_back(Response{200, R"({"items":[{"n":1},{"n":2}],"metadata":{"continue":"c1","resourceVersion":"10"}})", ""});
+    transport->answers.push_back(Response{200, R"({"items":[{"n":3}],"metadata":{"resourceVersion":"10"}})", ""});
+    auto all = client.list_all(resources::config_maps(), "ns", options);
+    REQUIRE(all.ok());
+    REQUIRE(all.value()["items"].Size() == 3);
+    CHECK(all.value()["items"][2]["n"].GetInt() == 3);
+    CHECK_FALSE(all.value()["metadata"].HasMember("continue"));
+    REQUIRE(transport->requests.size() == 2);
+    CHECK(query_value(transport->requests[1], "continue") == "c1");
+    CHECK(query_value(transport->requests[1], "resourceVersion") == "<absent>");
+  }
+  SECTION("410 in the middle restarts without a limit") {
+    transport->answers.push_back(Response{200, R"({"items":[{"n":1},{"n":2}],"metadata":{"continue":"c1"}})", ""});
+    transport->answers.push_back(Response{410, R"({"kind":"Status","reason":"Expired","code":410})", ""});
+    transport->answers.push_back(Response{200, R"({"items":[{"n":1},{"n":2},{"n":3},{"n":4}],"metadata":{}})", ""});
+    auto all = client.list_all(resources::config_maps(), "ns", options);
+    REQUIRE(all.ok());
+    CHECK(all.value()["items"].Size() == 4);
+    REQUIRE(transport->requests.size() == 3);
+    CHECK(query_value(transport->requests[2], "limit") == "<absent>");
+    CHECK(query_value(transport->requests[2], "continue") == "<absent>");
+  }
+}
