@@ -7,7 +7,7 @@
 using namespace myop;
 using namespace myop::packaging;
 
-TEST_CASE("config/argocd is accepted by Argo CD's CRDs", "[packaging][argocd]") {
+TEST_CASE("packaging: config/argocd is accepted by Argo CD's CRDs", "[packaging][argocd]") {
   install_argocd_crds();
   FixedNamespace argocd_namespace("argocd");
   const std::string folder = testenv::source_dir() + "/config/argocd";
@@ -23,7 +23,7 @@ TEST_CASE("config/argocd is accepted by Argo CD's CRDs", "[packaging][argocd]") 
   }
 }
 
-TEST_CASE("the Argo CD schemas refuse a misspelt sync policy, so the dry run can fail", "[packaging][argocd]") {
+TEST_CASE("packaging: the Argo CD schemas refuse a misspelt sync policy, so the dry run can fail", "[packaging][argocd]") {
   install_argocd_crds();
   FixedNamespace argocd_namespace("argocd");
   std::string application = read_text(testenv::source_dir() + "/config/argocd/apps/my-operator.yaml");
@@ -36,7 +36,7 @@ TEST_CASE("the Argo CD schemas refuse a misspelt sync policy, so the dry run can
   CHECK(result.output.find("selfHealing") != std::string::npos);
 }
 
-TEST_CASE("the operator Application syncs before the MyResource Applications", "[packaging][argocd]") {
+TEST_CASE("packaging: the operator Application syncs before the MyResource Applications", "[packaging][argocd]") {
   const std::string folder = testenv::source_dir() + "/config/argocd/apps/";
   const YAML::Node operator_app = YAML::LoadFile(folder + "my-operator.yaml");
   const YAML::Node resources = YAML::LoadFile(folder + "myresources.yaml");

@@ -40,7 +40,7 @@ std::string package_of(const std::string& library) {
 
 }  // namespace
 
-TEST_CASE("the runtime stage installs the package of every shared library my-operator links",
+TEST_CASE("packaging: the runtime stage installs the package of every shared library my-operator links",
           "[packaging][docker]") {
   const std::string binary = testenv::binary_dir() + "/my-operator";
   INFO("build the my-operator target first (" << binary << ")");
@@ -71,7 +71,7 @@ TEST_CASE("the runtime stage installs the package of every shared library my-ope
   }
 }
 
-TEST_CASE("the Dockerfile builds in Debian 12 and runs slim as uid 65532 with OCI labels", "[packaging][docker]") {
+TEST_CASE("packaging: the Dockerfile builds in Debian 12 and runs slim as uid 65532 with OCI labels", "[packaging][docker]") {
   const std::string text = dockerfile();
   std::vector<std::string> stages;
   static const std::regex from(R"((^|\n)FROM (\S+)( AS (\S+))?)");
@@ -101,7 +101,7 @@ TEST_CASE("the Dockerfile builds in Debian 12 and runs slim as uid 65532 with OC
   for (const std::string& package : packages) CHECK(package.find("-dev") == std::string::npos);
 }
 
-TEST_CASE(".dockerignore keeps build trees, caches and .git out of the context", "[packaging][docker]") {
+TEST_CASE("packaging: .dockerignore keeps build trees, caches and .git out of the context", "[packaging][docker]") {
   const std::string ignore = read_text(testenv::source_dir() + "/.dockerignore");
   std::vector<std::string> rules;
   std::istringstream lines(ignore);

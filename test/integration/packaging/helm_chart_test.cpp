@@ -70,7 +70,7 @@ bool same_yaml(const YAML::Node& left, const YAML::Node& right) {
 
 }  // namespace
 
-TEST_CASE("helm lint passes with the default values and with every feature on", "[packaging][helm]") {
+TEST_CASE("packaging: helm lint passes with the default values and with every feature on", "[packaging][helm]") {
   const auto lint = testenv::run(helm_binary() + " lint --strict " + shell_quote(chart_folder()));
   INFO(lint.output);
   CHECK(lint.ok());
@@ -82,7 +82,7 @@ TEST_CASE("helm lint passes with the default values and with every feature on", 
   CHECK(lint_all.ok());
 }
 
-TEST_CASE("values.schema.json refuses values the operator cannot run with", "[packaging][helm]") {
+TEST_CASE("packaging: values.schema.json refuses values the operator cannot run with", "[packaging][helm]") {
   for (const std::string& bad : {std::string("--set image.tag=latest"), std::string("--set image.digest=sha256:abc"),
                                  std::string("--set featureFlags.orphanPolicy=destroy"),
                                  std::string("--set logging.format=xml"), std::string("--set replicaCount=-1"),
@@ -99,7 +99,7 @@ TEST_CASE("values.schema.json refuses values the operator cannot run with", "[pa
   CHECK(no_leader.output.find("needs leaderElection.enabled") != std::string::npos);
 }
 
-TEST_CASE("the API server accepts the chart rendered with the default values", "[packaging][helm]") {
+TEST_CASE("packaging: the API server accepts the chart rendered with the default values", "[packaging][helm]") {
   FixedNamespace system_namespace("my-operator-system");
   const std::string rendered = helm_template("-n my-operator-system");
   const auto objects = yaml_documents(rendered);
@@ -110,7 +110,7 @@ TEST_CASE("the API server accepts the chart rendered with the default values", "
   CHECK(result.ok());
 }
 
-TEST_CASE("the API server accepts the chart rendered with every feature on", "[packaging][helm]") {
+TEST_CASE("packaging: the API server accepts the chart rendered with every feature on", "[packaging][helm]") {
   install_prometheus_operator_crds();
   FixedNamespace system_namespace("my-operator-system");
   testenv::ScopedNamespace tenant("pkg-tenant");
@@ -136,7 +136,7 @@ TEST_CASE("the API server accepts the chart rendered with every feature on", "[p
   }
 }
 
-TEST_CASE("the rendered RBAC has no wildcard and no cluster-admin binding, and grants exactly what the operator uses",
+TEST_CASE("packaging: the rendered RBAC has no wildcard and no cluster-admin binding, and grants exactly what the operator uses",
           "[packaging][helm][rbac]") {
   SECTION("watching all namespaces: one ClusterRole") {
     const auto objects = yaml_documents(helm_template("-n my-operator-system"));
@@ -171,7 +171,7 @@ TEST_CASE("the rendered RBAC has no wildcard and no cluster-admin binding, and g
   }
 }
 
-TEST_CASE("the rendered CRD is config/crd's, marked keep", "[packaging][helm]") {
+TEST_CASE("packaging: the rendered CRD is config/crd's, marked keep", "[packaging][helm]") {
   const auto objects = yaml_documents(helm_template("-n my-operator-system --show-only templates/crds.yaml"));
   const auto crds = objects_of_kind(objects, "CustomResourceDefinition");
   REQUIRE(crds.size() == 1);
@@ -185,7 +185,7 @@ TEST_CASE("the rendered CRD is config/crd's, marked keep", "[packaging][helm]") 
   CHECK_FALSE(objects_of_kind(not_kept, "CustomResourceDefinition")[0]["metadata"]["annotations"]["helm.sh/resource-policy"]);
 }
 
-TEST_CASE("no selector of the chart relies on app.kubernetes.io/instance", "[packaging][helm]") {
+TEST_CASE("packaging: no selector of the chart relies on app.kubernetes.io/instance", "[packaging][helm]") {
   const auto objects = yaml_documents(helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true"));
   int selectors = 0;
   for (const auto& object : objects) {

@@ -37,7 +37,8 @@ class AdoptedClusterObjects {
     testenv::kubectl("apply --server-side --force-conflicts -f " + testenv::source_dir() + "/config/crd/myorg.io_myresources.yaml");
     testenv::kubectl("apply -f " + testenv::source_dir() + "/config/crd/myresources-annotations-policy.yaml");
     for (const std::string& object : kFixedNameObjects) {
-      testenv::kubectl("annotate " + object + " meta.helm.sh/release-name- meta.helm.sh/release-namespace- helm.sh/resource-policy-");
+      testenv::kubectl("annotate " + object + " meta.helm.sh/release-name- meta.helm.sh/release-namespace- helm.sh/resource-policy- "
+                       "argocd.argoproj.io/sync-wave-");
       testenv::kubectl("label " + object + " app.kubernetes.io/managed-by-");
     }
   }
@@ -68,7 +69,7 @@ testenv::CommandResult apply_until_accepted(const std::string& manifest, const s
 
 }  // namespace
 
-TEST_CASE("helm upgrade from the previous chart version updates the CRD and a new field persists",
+TEST_CASE("packaging: helm upgrade from the previous chart version updates the CRD and a new field persists",
           "[packaging][helm][upgrade]") {
   testenv::ScopedNamespace release_namespace("pkg-helm-upgrade");
   const std::string ns = release_namespace.name();
@@ -87,6 +88,7 @@ TEST_CASE("helm upgrade from the previous chart version updates the CRD and a ne
   write_text(previous_chart / "Chart.yaml", chart_yaml);
 
   AdoptedClusterObjects adopted(release, ns);
+  ReleaseGuard guard(release, ns);
   const std::string common = " -n " + ns + " --set replicaCount=1 --set podDisruptionBudget.enabled=false";
   {
     const auto installed = helm("install " + release + " " + shell_quote(previous_chart.string()) + common);

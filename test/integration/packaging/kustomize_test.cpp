@@ -26,7 +26,7 @@ std::string default_kustomization(TemporaryFolder& scratch) {
 
 }  // namespace
 
-TEST_CASE("kubectl apply -k config/default --dry-run=server is accepted", "[packaging][kustomize]") {
+TEST_CASE("packaging: kubectl apply -k config/default --dry-run=server is accepted", "[packaging][kustomize]") {
   TemporaryFolder scratch("myop-kustomize");
   const std::string folder = default_kustomization(scratch);
   // Namespaced objects can only be dry-run into a namespace that exists.
@@ -48,7 +48,7 @@ TEST_CASE("kubectl apply -k config/default --dry-run=server is accepted", "[pack
   CHECK(rbac_violations(yaml_documents(built.output)).empty());
 }
 
-TEST_CASE("kubectl apply -k config/prometheus --dry-run=server is accepted", "[packaging][kustomize]") {
+TEST_CASE("packaging: kubectl apply -k config/prometheus --dry-run=server is accepted", "[packaging][kustomize]") {
   install_prometheus_operator_crds();
   FixedNamespace system_namespace("my-operator-system");
   const auto result =

@@ -124,6 +124,27 @@ class FixedNamespace {
   bool created_ = false;
 };
 
+// A Helm release the test installs: uninstalled when the guard goes away, even when a
+// REQUIRE ends the test early, so its cluster-scoped objects (ClusterRoles, bindings)
+// never block the next run. Namespaces listed in also_delete (kept by the chart's
+// resource policy) are deleted too.
+class ReleaseGuard {
+ public:
+  ReleaseGuard(std::string release, std::string namespace_name, std::vector<std::string> also_delete = {})
+      : release_(std::move(release)), namespace_(std::move(namespace_name)), also_delete_(std::move(also_delete)) {}
+  ~ReleaseGuard() {
+    helm("uninstall " + release_ + " -n " + namespace_ + " --ignore-not-found --wait --timeout 60s");
+    for (const std::string& name : also_delete_) testenv::kubectl("delete namespace " + name + " --ignore-not-found --wait=false");
+  }
+  ReleaseGuard(const ReleaseGuard&) = delete;
+  ReleaseGuard& operator=(const ReleaseGuard&) = delete;
+
+ private:
+  std::string release_;
+  std::string namespace_;
+  std::vector<std::string> also_delete_;
+};
+
 // `kubectl apply --dry-run=server` of a manifest text; kubectl validates fields strictly
 // (unknown fields are errors, not warnings).
 inline testenv::CommandResult server_dry_run(const std::string& manifest) {

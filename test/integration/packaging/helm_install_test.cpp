@@ -1,0 +1,114 @@
+// `helm install` of the chart into the test cluster, then the API server's own authorizer
+// (kubectl auth can-i, impersonating the chart's ServiceAccount and people) says the RBAC
+// is exactly enough: every request the operator makes is allowed, anything more is denied,
+// tenants may edit MyResources only in their namespace, and view/edit include MyResources.
+#include <catch2/catch.hpp>
+
+#include "packaging_support.h"
+
+using namespace myop;
+using namespace myop::packaging;
+
+namespace {
+
+bool can(const std::string& who, const std::string& request) {
+  const auto result = testenv::kubectl("auth can-i " + request + " " + who);
+  return trimmed(result.output) == "yes";
+}
+
+std::string unique_name(const std::string& prefix) {
+  const auto stamp = std::chrono::system_clock::now().time_since_epoch().count() % 1000000007;
+  return prefix + "-" + std::to_string(stamp % 100000);
+}
+
+}  // namespace
+
+TEST_CASE("packaging: the installed chart's RBAC is exactly what the operator, tenants and viewers need",
+          "[packaging][helm][rbac]") {
+  testenv::ScopedNamespace release_namespace("pkg-helm-install");
+  testenv::ScopedNamespace other_namespace("pkg-other");
+  const std::string ns = release_namespace.name();
+  const std::string tenant = unique_name("pkg-tenant");
+  const std::string release = "pkg-install";
+  const std::string values = " --set crds.install=false --set replicaCount=1 --set tenants[0].name=" + tenant +
+                             " --set tenants[0].group=" + tenant + "-developers";
+  ReleaseGuard guard(release, ns, {tenant});
+  {
+    const auto installed = helm("install " + release + " " + shell_quote(testenv::source_dir() + "/charts/my-operator") +
+                                " -n " + ns + values);
+    INFO(installed.output);
+    REQUIRE(installed.ok());
+  }
+  const std::string operator_account = "--as=system:serviceaccount:" + ns + ":" + release + "-my-operator";
+
+  SECTION("the operator may do what it does in any namespace, and no more") {
+    const std::string anywhere = " -n " + other_namespace.name() + " " + operator_account;
+    for (const char* verb : {"get", "list", "watch", "update", "patch"})
+      CHECK(can(anywhere, std::string(verb) + " myresources.myorg.io"));
+    for (const char* verb : {"get", "update", "patch"})
+      CHECK(can(anywhere, std::string(verb) + " myresources.myorg.io --subresource=status"));
+    CHECK(can(anywhere, "update myresources.myorg.io --subresource=finalizers"));
+    for (const char* verb : {"get", "list", "watch", "create", "update", "patch", "delete"})
+      CHECK(can(anywhere, std::string(verb) + " deployments.apps"));
+    for (const char* verb : {"create", "patch"}) CHECK(can(anywhere, std::string(verb) + " events.events.k8s.io"));
+
+    for (const char* request : {"create myresources.myorg.io", "delete myresources.myorg.io", "get secrets",
+                                "list pods", "create pods", "get configmaps", "get leases.coordination.k8s.io",
+                                "delete deployments.apps --all-namespaces=false --subresource=scale",
+                                "create events", "escalate clusterroles.rbac.authorization.k8s.io",
+                                "create rolebindings.rbac.authorization.k8s.io", "delete customresourcedefinitions"}) {
+      INFO(request);
+      CHECK_FALSE(can(anywhere, request));
+    }
+  }
+
+  SECTION("in its own namespace it may also hold the Lease and read the feature flags") {
+    const std::string here = " -n " + ns + " " + operator_account;
+    for (const char* verb : {"get", "create", "update"}) CHECK(can(here, std::string(verb) + " leases.coordination.k8s.io"));
+    for (const char* verb : {"get", "list", "watch"}) CHECK(can(here, std::string(verb) + " configmaps"));
+    CHECK_FALSE(can(here, "delete leases.coordination.k8s.io"));
+    CHECK_FALSE(can(here, "update configmaps"));
+    CHECK_FALSE(can(here, "get secrets"));
+  }
+
+  SECTION("a tenant's group edits MyResources in its namespace only, and never their status") {
+    const std::string developer = " --as=dev --as-group=" + tenant + "-developers";
+    CHECK(can(" -n " + tenant + developer, "create myresources.myorg.io"));
+    CHECK(can(" -n " + tenant + developer, "delete myresources.myorg.io"));
+    CHECK_FALSE(can(" -n " + tenant + developer, "update myresources.myorg.io --subresource=status"));
+    CHECK_FALSE(can(" -n " + other_namespace.name() + developer, "create myresources.myorg.io"));
+    CHECK(testenv::kubectl("get networkpolicy same-namespace-only -n " + tenant).ok());
+    CHECK(testenv::kubectl("get resourcequota tenant-quota -n " + tenant).ok());
+    CHECK(testenv::kubectl("get limitrange tenant-limits -n " + tenant).ok());
+  }
+
+  SECTION("the built-in view and edit roles include MyResources (aggregation)") {
+    // kube-controller-manager's clusterrole-aggregation controller fills view/edit/admin;
+    // without it even the built-in rules are missing and there is nothing to test.
+    if (testenv::kubectl_or_fail("get clusterrole view -o jsonpath='{.rules}'").empty() ||
+        testenv::kubectl_or_fail("get clusterrole view -o jsonpath='{.rules}'") == "null") {
+      WARN("the control plane runs no clusterrole-aggregation controller (the view ClusterRole has no rules); "
+           "aggregation of myresource-viewer/editor is not tested here");
+      return;
+    }
+    const std::string other = other_namespace.name();
+    testenv::kubectl_or_fail("create rolebinding viewers --clusterrole=view --group=viewers -n " + other);
+    testenv::kubectl_or_fail("create rolebinding editors --clusterrole=edit --group=editors -n " + other);
+    bool aggregated = false;
+    for (int attempt = 0; attempt < 50 && !aggregated; ++attempt) {
+      aggregated = can(" -n " + other + " --as=v --as-group=viewers", "list myresources.myorg.io") &&
+                   can(" -n " + other + " --as=e --as-group=editors", "create myresources.myorg.io");
+      if (!aggregated) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    CHECK(aggregated);
+    CHECK_FALSE(can(" -n " + other + " --as=v --as-group=viewers", "create myresources.myorg.io"));
+  }
+
+  SECTION("helm uninstall keeps the tenant namespaces (resource policy keep)") {
+    const auto uninstalled = helm("uninstall " + release + " -n " + ns + " --wait");
+    INFO(uninstalled.output);
+    CHECK(uninstalled.ok());
+    CHECK(testenv::kubectl("get namespace " + tenant).ok());
+    CHECK_FALSE(testenv::kubectl("get clusterrole " + release + "-my-operator-manager").ok());
+  }
+}
