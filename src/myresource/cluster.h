@@ -39,7 +39,8 @@ class Cluster {
 
   // Server-side apply of a complete desired Deployment with field manager my-operator and force
   // (the operator owns these fields; a hand edit loses them back). The cache takes the answer.
-  virtual kube::Result<void> apply_deployment(const kube::Object& desired, std::string_view based_on_resource_version,
+  virtual kube::Result<void> apply_deployment(const kube::Object& desired,
+                                              std::string_view based_on_resource_version,
                                               std::stop_token stop) = 0;
   // Foreground deletion with a UID precondition (never deletes a same-named successor).
   virtual kube::Result<void> delete_deployment(std::string_view namespace_name, std::string_view name,
@@ -47,9 +48,11 @@ class Cluster {
   // Replaces metadata.finalizers, with a resourceVersion precondition (409 when the object moved on).
   virtual kube::Result<void> set_myresource_finalizers(std::string_view namespace_name, std::string_view name,
                                                        const std::vector<std::string>& finalizers,
-                                                       std::string_view resource_version, std::stop_token stop) = 0;
+                                                       std::string_view resource_version,
+                                                       std::stop_token stop) = 0;
   // Server-side apply of the status subresource (body from status_apply_body).
-  virtual kube::Result<void> apply_myresource_status(const kube::Object& body, std::string_view based_on_resource_version,
+  virtual kube::Result<void> apply_myresource_status(const kube::Object& body,
+                                                     std::string_view based_on_resource_version,
                                                      std::stop_token stop) = 0;
 
   // type is "Normal" or "Warning"; reason CamelCase; duplicates may be folded by the implementation.

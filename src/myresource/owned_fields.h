@@ -6,8 +6,8 @@
 // everything the API server or other managers added (defaults, extra labels, extra containers).
 //
 // Matching follows the list semantics Kubernetes uses for these types: list items with a `name`
-// (containers, env), a `uid` (ownerReferences, checked first) or a `containerPort` (ports) are matched by that key,
-// lists of scalars by membership. Quantities compare by value ("1000m" equals "1", since the API
+// (containers, env), a `uid` (ownerReferences, checked first) or a `containerPort` (ports) are matched by
+// that key, lists of scalars by membership. Quantities compare by value ("1000m" equals "1", since the API
 // server rewrites them), and a desired empty string matches an absent field (the server drops
 // empty env values).
 #pragma once

@@ -1,0 +1,45 @@
+// The MyResource reconciler: level-triggered and idempotent. Each call reads the MyResource and its
+// Deployments from the caches and converges, writing only what differs:
+//
+//   1. Gone from the cache: nothing to do (owner references let the garbage collector take the rest).
+//   2. Being deleted: delete the children (foreground, UID precondition), wait until they are gone
+//      from the cache, then drop the finalizer. Failures: Degraded/CleanupFailed, Warning event,
+//      retry with backoff.
+//   3. Add the finalizer if missing (never while being deleted).
+//   4. Invalid spec (got past the API server): Degraded/InvalidSpec, a Warning event, no retry (the
+//      next spec change brings the next reconcile). Paused: status only.
+//   5. Stable Deployment: apply when the spec hash or any field we own differs (hand edits too).
+//   6. Canary: decide_canary, then apply, scale away or delete.
+//   7. Status: computed, written only when it differs; events when a condition changes.
+//
+// A steady cluster causes zero writes: every write is guarded by a comparison with the cache.
+#pragma once
+
+#include <functional>
+#include <memory>
+
+#include "myresource/cluster.h"
+#include "myresource/rfc3339.h"
+#include "runtime/reconciler.h"
+
+namespace myop::myresource {
+
+struct ReconcilerOptions {
+  // Wall clock for condition times and canary deadlines; tests pass a fixed one.
+  std::function<WallTime()> now = [] { return std::chrono::system_clock::now(); };
+  // How soon to look again while waiting for children to disappear during deletion.
+  runtime::Duration deletion_poll = std::chrono::seconds(2);
+};
+
+class MyResourceReconciler final : public runtime::Reconciler {
+ public:
+  MyResourceReconciler(std::shared_ptr<Cluster> cluster, ReconcilerOptions options = {});
+
+  runtime::ReconcileResult reconcile(const runtime::ReconcileRequest& request) override;
+
+ private:
+  std::shared_ptr<Cluster> cluster_;
+  ReconcilerOptions options_;
+};
+
+}  // namespace myop::myresource

@@ -1,0 +1,346 @@
+#include "myresource/reconciler.h"
+
+#include <catch2/catch.hpp>
+#include <map>
+
+#include "fixtures.h"
+#include "myresource/desired.h"
+
+using namespace myop::myresource;
+using namespace myop::myresource::testing;
+using namespace std::chrono;
+using myop::kube::JsonValue;
+using myop::kube::Object;
+using myop::kube::Result;
+using myop::runtime::ReconcileRequest;
+using myop::runtime::ReconcileResult;
+
+namespace {
+
+const WallTime kNow = sys_days(year(2026) / 3 / 1) + hours(12);
+
+// An in-memory cluster: objects as the API server would store them, counting every write.
+class FakeCluster final : public Cluster {
+ public:
+  std::map<std::string, ObjectPointer> myresources;
+  std::map<std::string, ObjectPointer> deployments;
+  Features flags;
+  int deployment_applies = 0;
+  int deployment_deletes = 0;
+  int finalizer_writes = 0;
+  int status_writes = 0;
+  std::optional<myop::kube::Error> fail_deletes;
+  struct Event {
+    std::string type, reason, message;
+  };
+  std::vector<Event> events;
+
+  int writes() const { return deployment_applies + deployment_deletes + finalizer_writes + status_writes; }
+
+  ObjectPointer get_myresource(std::string_view, std::string_view name) override {
+    return find(myresources, name);
+  }
+  ObjectPointer get_deployment(std::string_view, std::string_view name) override {
+    return find(deployments, name);
+  }
+  Features features() override { return flags; }
+
+  Result<void> apply_deployment(const Object& desired, std::string_view, std::stop_token) override {
+    ++deployment_applies;
+    std::string name(desired.name());
+    Object stored = parse_json(desired.to_json_string());
+    stored.set_string_member(stored.json()["metadata"], "uid", "dep-" + name);
+    stored.set_resource_version(std::to_string(++resource_version_));
+    if (auto previous = find(deployments, name); previous && previous->view().find({"status"})) {
+      stored.set_member(stored.json(), "status", *previous->view().find({"status"}));
+    }
+    deployments[name] = std::make_shared<const Object>(std::move(stored));
+    return {};
+  }
+
+  Result<void> delete_deployment(std::string_view, std::string_view name, std::string_view,
+                                 std::stop_token) override {
+    ++deployment_deletes;
+    if (fail_deletes) return *fail_deletes;
+    deployments.erase(std::string(name));
+    return {};
+  }
+
+  Result<void> set_myresource_finalizers(std::string_view, std::string_view name,
+                                         const std::vector<std::string>& finalizers, std::string_view,
+                                         std::stop_token) override {
+    ++finalizer_writes;
+    Object updated = find(myresources, name)->deep_copy();
+    JsonValue list(rapidjson::kArrayType);
+    for (const std::string& finalizer : finalizers)
+      list.PushBack(JsonValue(finalizer.c_str(), updated.allocator()), updated.allocator());
+    updated.set_member(updated.json()["metadata"], "finalizers", list);
+    store_myresource(std::move(updated));
+    return {};
+  }
+
+  Result<void> apply_myresource_status(const Object& body, std::string_view, std::stop_token) override {
+    ++status_writes;
+    Object updated = find(myresources, body.name())->deep_copy();
+    updated.set_member(updated.json(), "status", *body.view().find({"status"}));
+    store_myresource(std::move(updated));
+    return {};
+  }
+
+  void record_event(const EventSubject&, std::string_view type, std::string_view reason, std::string_view,
+                    std::string_view message) override {
+    events.push_back({std::string(type), std::string(reason), std::string(message)});
+  }
+
+  void store_myresource(Object object) {
+    object.set_resource_version(std::to_string(++resource_version_));
+    std::string name(object.name());
+    myresources[name] = std::make_shared<const Object>(std::move(object));
+  }
+
+  // The Deployment controller and kubelet: the Deployment becomes fully available (or not).
+  void roll_out(const std::string& name, int available) {
+    Object updated = find(deployments, name)->deep_copy();
+    const JsonValue* replicas = updated.view().find({"spec", "replicas"});
+    int desired = replicas ? replicas->GetInt() : 1;
+    std::string status = R"({"observedGeneration":0,"replicas":)" + std::to_string(desired) +
+                         R"(,"updatedReplicas":)" + std::to_string(desired) + R"(,"readyReplicas":)" +
+                         std::to_string(available) + R"(,"availableReplicas":)" + std::to_string(available) +
+                         "}";
+    Object parsed = parse_json(status);
+    updated.set_member(updated.json(), "status", parsed.json());
+    deployments[name] = std::make_shared<const Object>(std::move(updated));
+  }
+
+  void edit_deployment(const std::string& name, const std::function<void(Object&)>& edit) {
+    Object updated = find(deployments, name)->deep_copy();
+    edit(updated);
+    deployments[name] = std::make_shared<const Object>(std::move(updated));
+  }
+
+  void edit_myresource(const std::string& name, const std::function<void(Object&)>& edit) {
+    Object updated = find(myresources, name)->deep_copy();
+    edit(updated);
+    store_myresource(std::move(updated));
+  }
+
+ private:
+  static ObjectPointer find(const std::map<std::string, ObjectPointer>& objects, std::string_view name) {
+    auto found = objects.find(std::string(name));
+    return found == objects.end() ? nullptr : found->second;
+  }
+  int resource_version_ = 100;
+};
+
+struct Fixture {
+  std::shared_ptr<FakeCluster> cluster = std::make_shared<FakeCluster>();
+  WallTime now = kNow;
+  MyResourceReconciler reconciler{cluster, ReconcilerOptions{[this] { return now; }, seconds(1)}};
+
+  explicit Fixture(const std::string& spec = R"({"image":"reg:5000/app:1.0","replicas":2,"port":8080})",
+                   const std::string& annotations = "{}") {
+    cluster->store_myresource(parse_json(
+        R"({"apiVersion":"myorg.io/v1alpha1","kind":"MyResource","metadata":{"name":"web","namespace":"team-a",
+            "uid":"mr-1","generation":1,"annotations":)" +
+        annotations + R"(},"spec":)" + spec + "}"));
+  }
+
+  ReconcileResult reconcile() {
+    ReconcileRequest request;
+    request.key = {"team-a", "web"};
+    return reconciler.reconcile(request);
+  }
+
+  MyResource resource() { return parse_myresource(cluster->myresources.at("web")->json()).resource; }
+
+  Condition condition(std::string_view type) {
+    MyResource current = resource();
+    const Condition* found = find_condition(current.status.conditions, type);
+    REQUIRE(found != nullptr);
+    return *found;
+  }
+
+  void set_spec_image(const std::string& image) {
+    cluster->edit_myresource("web", [&](Object& object) {
+      object.set_string_member(object.json()["spec"], "image", image);
+      object.set_member(object.json()["metadata"], "generation", JsonValue(2));
+    });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("create: finalizer, hardened Deployment, status; then zero writes", "[myresource][reconciler]") {
+  Fixture fixture;
+  CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::done);
+  CHECK(fixture.resource().metadata.has_finalizer(kFinalizer));
+  REQUIRE(fixture.cluster->deployments.count("web") == 1);
+  auto deployment = fixture.cluster->deployments.at("web");
+  CHECK(deployment->view().controller_owner()->uid == "mr-1");
+  CHECK(fixture.cluster->deployment_applies == 1);
+  CHECK(fixture.condition("Ready").reason == "RollingOut");
+  CHECK(fixture.resource().status.observed_generation == 1);
+
+  int writes = fixture.cluster->writes();
+  CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::done);
+  CHECK(fixture.cluster->writes() == writes);  // steady: nothing changed, nothing written
+
+  fixture.cluster->roll_out("web", 2);
+  fixture.reconcile();
+  CHECK(fixture.condition("Ready").status == ConditionStatus::True);
+  CHECK(fixture.resource().status.replica_summary == "2/2");
+  CHECK(fixture.cluster->writes() == writes + 1);  // the status, once
+  fixture.now += hours(10);                        // a resync much later
+  fixture.reconcile();
+  CHECK(fixture.cluster->writes() == writes + 1);
+}
+
+TEST_CASE("a spec change applies the Deployment exactly once", "[myresource][reconciler]") {
+  Fixture fixture;
+  fixture.reconcile();
+  fixture.cluster->roll_out("web", 2);
+  fixture.reconcile();
+  int applies = fixture.cluster->deployment_applies;
+  fixture.set_spec_image("reg:5000/app:1.1");
+  fixture.reconcile();
+  fixture.reconcile();
+  CHECK(fixture.cluster->deployment_applies == applies + 1);
+  CHECK(fixture.resource().status.observed_generation == 2);
+}
+
+TEST_CASE("a hand edit of an owned field is put back", "[myresource][reconciler]") {
+  Fixture fixture;
+  fixture.reconcile();
+  int applies = fixture.cluster->deployment_applies;
+  fixture.cluster->edit_deployment("web", [](Object& deployment) {
+    deployment.set_member(deployment.json()["spec"], "replicas", JsonValue(7));
+  });
+  fixture.reconcile();
+  CHECK(fixture.cluster->deployment_applies == applies + 1);
+  CHECK(fixture.cluster->deployments.at("web")->view().find({"spec", "replicas"})->GetInt() == 2);
+}
+
+TEST_CASE("an invalid spec is Degraded/InvalidSpec, not retried, nothing deployed",
+          "[myresource][reconciler]") {
+  Fixture fixture(R"({"image":"nginx:latest"})");
+  ReconcileResult result = fixture.reconcile();
+  CHECK(result.kind() == ReconcileResult::Kind::terminal_error);
+  CHECK(fixture.cluster->deployments.empty());
+  CHECK(fixture.condition("Degraded").reason == "InvalidSpec");
+  CHECK_THAT(fixture.condition("Degraded").message, Catch::Contains(":latest"));
+  REQUIRE_FALSE(fixture.cluster->events.empty());
+  CHECK(fixture.cluster->events.back().type == "Warning");
+  CHECK(fixture.cluster->events.back().reason == "InvalidSpec");
+  int writes = fixture.cluster->writes();
+  fixture.reconcile();
+  CHECK(fixture.cluster->writes() == writes);
+}
+
+TEST_CASE("paused: nothing changes, and status says so", "[myresource][reconciler]") {
+  Fixture fixture(R"({"image":"reg:5000/app:1.0","paused":true})");
+  fixture.reconcile();
+  CHECK(fixture.cluster->deployments.empty());
+  CHECK(fixture.condition("Progressing").reason == "Paused");
+}
+
+TEST_CASE("deletion removes children, waits, then drops the finalizer", "[myresource][reconciler]") {
+  Fixture fixture;
+  fixture.reconcile();
+  fixture.cluster->edit_myresource("web", [](Object& object) {
+    object.set_string_member(object.json()["metadata"], "deletionTimestamp", "2026-03-01T12:00:00Z");
+  });
+  fixture.cluster->fail_deletes =
+      myop::kube::make_error(myop::kube::Reason::Forbidden, "deployments is forbidden", 403);
+  ReconcileResult failed = fixture.reconcile();
+  CHECK(failed.kind() == ReconcileResult::Kind::error);
+  CHECK(fixture.condition("Degraded").reason == "CleanupFailed");
+  CHECK(fixture.resource().metadata.has_finalizer(kFinalizer));
+  CHECK(fixture.cluster->events.back().type == "Warning");
+  CHECK(fixture.cluster->events.back().reason == "CleanupFailed");
+
+  fixture.cluster->fail_deletes.reset();
+  ReconcileResult deleting = fixture.reconcile();
+  CHECK(fixture.cluster->deployments.empty());
+  CHECK(deleting.kind() == ReconcileResult::Kind::requeue_after);  // deleted, not yet seen gone
+  CHECK(fixture.resource().metadata.has_finalizer(kFinalizer));
+  ReconcileResult deleted = fixture.reconcile();
+  CHECK(deleted.kind() == ReconcileResult::Kind::done);
+  CHECK_FALSE(fixture.resource().metadata.has_finalizer(kFinalizer));
+}
+
+TEST_CASE("a same-named Deployment of someone else is never taken over", "[myresource][reconciler]") {
+  Fixture fixture;
+  fixture.cluster->deployments["web"] = std::make_shared<const Object>(parse_json(
+      R"({"metadata":{"name":"web","uid":"foreign","labels":{"app":"other"}},"spec":{"replicas":1}})"));
+  ReconcileResult result = fixture.reconcile();
+  CHECK(result.kind() == ReconcileResult::Kind::error);
+  CHECK(fixture.cluster->deployment_applies == 0);
+  CHECK(fixture.condition("Degraded").reason == "ReconcileError");
+  CHECK_THAT(fixture.condition("Degraded").message, Catch::Contains("not controlled by this MyResource"));
+}
+
+TEST_CASE("an ownerless Deployment with our labels is adopted", "[myresource][reconciler]") {
+  Fixture fixture;
+  fixture.cluster->deployments["web"] = std::make_shared<const Object>(parse_json(
+      R"({"metadata":{"name":"web","uid":"orphan","labels":{"app.kubernetes.io/name":"web",
+          "app.kubernetes.io/managed-by":"my-operator","myorg.io/myresource":"web","myorg.io/track":"stable"}},
+          "spec":{"replicas":1}})"));
+  CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::done);
+  CHECK(fixture.cluster->deployment_applies == 1);
+  CHECK(fixture.cluster->deployments.at("web")->view().controller_owner()->uid == "mr-1");
+}
+
+TEST_CASE("canary: start, removal when the annotation goes", "[myresource][reconciler]") {
+  Fixture fixture(R"({"image":"reg:5000/app:1.0","replicas":2})",
+                  R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.1"})");
+  ReconcileResult result = fixture.reconcile();
+  CHECK(result.kind() == ReconcileResult::Kind::requeue_after);  // to notice the deadline
+  REQUIRE(fixture.cluster->deployments.count("web-canary") == 1);
+  CHECK(fixture.condition("Canary").reason == "CanaryRunning");
+  CHECK(fixture.resource().status.canary_image == "reg:5000/app:1.1");
+
+  fixture.cluster->roll_out("web-canary", 1);
+  fixture.cluster->roll_out("web", 2);
+  fixture.reconcile();
+  int writes = fixture.cluster->writes();
+  fixture.reconcile();
+  CHECK(fixture.cluster->writes() == writes);  // running canary, steady: no writes
+
+  fixture.cluster->edit_myresource("web", [](Object& object) { object.erase_annotation("myorg.io/canary"); });
+  fixture.reconcile();
+  CHECK(fixture.cluster->deployments.count("web-canary") == 0);
+  CHECK(find_condition(fixture.resource().status.conditions, "Canary") == nullptr);
+  CHECK(fixture.cluster->deployments.count("web") == 1);
+}
+
+TEST_CASE("canary: abort after the deadline leaves stable untouched", "[myresource][reconciler]") {
+  Fixture fixture(R"({"image":"reg:5000/app:1.0","canary":{"progressDeadlineSeconds":60}})",
+                  R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.1"})");
+  fixture.reconcile();
+  int stable_applies = fixture.cluster->deployment_applies - 1;  // one was the canary
+  fixture.now += seconds(61);
+  fixture.reconcile();
+  CHECK(fixture.condition("Canary").reason == "CanaryFailed");
+  CHECK(fixture.cluster->deployments.at("web-canary")->view().find({"spec", "replicas"})->GetInt() == 0);
+  CHECK(fixture.cluster->deployment_applies == stable_applies + 2);  // the canary, scaled to 0
+  CHECK(fixture.cluster->events.back().type == "Warning");
+  CHECK(fixture.cluster->events.back().reason == "CanaryFailed");
+}
+
+TEST_CASE("canary: promotion when spec.image reaches the target", "[myresource][reconciler]") {
+  Fixture fixture(R"({"image":"reg:5000/app:1.0"})",
+                  R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.1"})");
+  fixture.reconcile();
+  fixture.set_spec_image("reg:5000/app:1.1");
+  fixture.reconcile();
+  CHECK(fixture.cluster->deployments.count("web-canary") == 0);
+  CHECK(fixture.condition("Canary").reason == "CanaryPromoted");
+  CHECK(text_at(*fixture.cluster->deployments.at("web"), {"metadata", "name"}) == "web");
+}
+
+TEST_CASE("a MyResource gone from the cache needs nothing", "[myresource][reconciler]") {
+  Fixture fixture;
+  fixture.cluster->myresources.clear();
+  CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::done);
+  CHECK(fixture.cluster->writes() == 0);
+}
