@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "packaging_support.h"
-#include "unit/packaging/rbac_policy.h"
+#include "../../unit/packaging/rbac_policy.h"
 
 using namespace myop;
 using namespace myop::packaging;

@@ -85,7 +85,7 @@ Health run_health_check(const std::filesystem::path& script, const YAML::Node& o
 
 }  // namespace
 
-TEST_CASE("the MyResource health check gives the expected health for every sample", "[packaging][argocd]") {
+TEST_CASE("packaging: the MyResource health check gives the expected health for every sample", "[packaging][argocd]") {
   const auto folder = repository_root() / kCheckFolder;
   const YAML::Node tests = YAML::LoadFile((folder / "health_test.yaml").string())["tests"];
   REQUIRE(tests.size() >= 3);
@@ -105,7 +105,7 @@ TEST_CASE("the MyResource health check gives the expected health for every sampl
   }
 }
 
-TEST_CASE("an object whose new generation is not observed yet is Progressing, whatever it said before",
+TEST_CASE("packaging: an object whose new generation is not observed yet is Progressing, whatever it said before",
           "[packaging][argocd]") {
   const auto folder = repository_root() / kCheckFolder;
   YAML::Node object = YAML::LoadFile((folder / "testdata/healthy.yaml").string());
@@ -114,7 +114,7 @@ TEST_CASE("an object whose new generation is not observed yet is Progressing, wh
   CHECK(run_health_check(folder / "health.lua", object).status == "Progressing");
 }
 
-TEST_CASE("argocd-cm.yaml carries health.lua verbatim", "[packaging][argocd]") {
+TEST_CASE("packaging: argocd-cm.yaml carries health.lua verbatim", "[packaging][argocd]") {
   const auto root = repository_root();
   const YAML::Node config_map = YAML::LoadFile((root / "config/argocd/argocd-cm.yaml").string());
   CHECK(config_map["data"]["resource.customizations.health.myorg.io_MyResource"].as<std::string>() ==

@@ -6,7 +6,7 @@
 
 using namespace myop::packaging;
 
-TEST_CASE("every file of config/crd is in the chart, byte for byte", "[packaging][chart]") {
+TEST_CASE("packaging: every file of config/crd is in the chart, byte for byte", "[packaging][chart]") {
   const auto root = repository_root();
   const auto crd_files = yaml_files(root / "config/crd");
   std::vector<std::filesystem::path> api_files;
@@ -24,13 +24,13 @@ TEST_CASE("every file of config/crd is in the chart, byte for byte", "[packaging
   CHECK(yaml_files(root / "charts/my-operator/files/crds").size() == api_files.size());
 }
 
-TEST_CASE("the chart's Grafana dashboard is the one in config/grafana", "[packaging][chart]") {
+TEST_CASE("packaging: the chart's Grafana dashboard is the one in config/grafana", "[packaging][chart]") {
   const auto root = repository_root();
   CHECK(read_text(root / "charts/my-operator/files/dashboards/my-operator-dashboard.json") ==
         read_text(root / "config/grafana/my-operator-dashboard.json"));
 }
 
-TEST_CASE("the chart's CRD template reads the CRD file and marks it keep", "[packaging][chart]") {
+TEST_CASE("packaging: the chart's CRD template reads the CRD file and marks it keep", "[packaging][chart]") {
   const std::string crd_template = read_text(repository_root() / "charts/my-operator/templates/crds.yaml");
   CHECK(crd_template.find(".Files.Get \"files/crds/myorg.io_myresources.yaml\"") != std::string::npos);
   CHECK(crd_template.find("helm.sh/resource-policy") != std::string::npos);

@@ -53,7 +53,7 @@ std::set<std::string> metric_names(const std::string& text) {
 
 }  // namespace
 
-TEST_CASE("dashboards and alerts use only the contract's metric names", "[packaging][metrics]") {
+TEST_CASE("packaging: dashboards and alerts use only the contract's metric names", "[packaging][metrics]") {
   const auto root = repository_root();
   for (const char* file : {"config/grafana/my-operator-dashboard.json", "config/prometheus/rules.yaml",
                            "charts/my-operator/templates/prometheusrule.yaml"}) {
@@ -67,7 +67,7 @@ TEST_CASE("dashboards and alerts use only the contract's metric names", "[packag
   }
 }
 
-TEST_CASE("the dashboard shows every metric of the contract", "[packaging][metrics]") {
+TEST_CASE("packaging: the dashboard shows every metric of the contract", "[packaging][metrics]") {
   const std::set<std::string> names = metric_names(read_text(repository_root() / "config/grafana/my-operator-dashboard.json"));
   for (const std::string& metric : kContractMetrics) {
     INFO("the dashboard has no panel for " << metric);
@@ -75,7 +75,7 @@ TEST_CASE("the dashboard shows every metric of the contract", "[packaging][metri
   }
 }
 
-TEST_CASE("the alerts cover error rate, p95 latency, queue backlog and a missing leader", "[packaging][metrics]") {
+TEST_CASE("packaging: the alerts cover error rate, p95 latency, queue backlog and a missing leader", "[packaging][metrics]") {
   const auto rules = yaml_documents(read_text(repository_root() / "config/prometheus/rules.yaml"));
   REQUIRE(rules.size() == 1);
   std::map<std::string, std::string> expressions;

@@ -1,7 +1,7 @@
 #pragma once
 // Helpers of the packaging tests: where the source tree is, reading files and YAML
 // documents, running a command. Header-only so the integration tests can use it too
-// (#include "unit/packaging/packaging_files.h").
+// (#include "../../unit/packaging/packaging_files.h").
 
 #include <yaml-cpp/yaml.h>
 

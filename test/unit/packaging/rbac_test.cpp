@@ -29,7 +29,7 @@ YAML::Node find_object(const std::vector<YAML::Node>& objects, const std::string
 
 }  // namespace
 
-TEST_CASE("config/rbac has no wildcard, no escalation verb and no cluster-admin binding", "[packaging][rbac]") {
+TEST_CASE("packaging: config/rbac has no wildcard, no escalation verb and no cluster-admin binding", "[packaging][rbac]") {
   const std::vector<YAML::Node> objects = config_rbac_objects();
   REQUIRE(objects.size() >= 7);
   const std::vector<std::string> violations = rbac_violations(objects);
@@ -37,7 +37,7 @@ TEST_CASE("config/rbac has no wildcard, no escalation verb and no cluster-admin 
   CHECK(violations.empty());
 }
 
-TEST_CASE("the RBAC check catches wildcards and cluster-admin bindings", "[packaging][rbac]") {
+TEST_CASE("packaging: the RBAC check catches wildcards and cluster-admin bindings", "[packaging][rbac]") {
   const auto objects = yaml_documents(R"(
 kind: ClusterRole
 metadata: {name: too-wide}
@@ -57,7 +57,7 @@ subjects: [{kind: ServiceAccount, name: my-operator, namespace: my-operator-syst
   CHECK(rbac_violations(objects).size() == 3);
 }
 
-TEST_CASE("the manager ClusterRole grants exactly the verbs the operator uses", "[packaging][rbac]") {
+TEST_CASE("packaging: the manager ClusterRole grants exactly the verbs the operator uses", "[packaging][rbac]") {
   const auto objects = config_rbac_objects();
   CHECK(granted(find_object(objects, "ClusterRole", "my-operator-manager")) == expected_manager_grants());
   const YAML::Node own_namespace = find_object(objects, "Role", "my-operator-leader-election");
@@ -65,7 +65,7 @@ TEST_CASE("the manager ClusterRole grants exactly the verbs the operator uses", 
   CHECK(granted(own_namespace) == expected_own_namespace_grants());
 }
 
-TEST_CASE("the bindings give the manager roles to the operator's ServiceAccount", "[packaging][rbac]") {
+TEST_CASE("packaging: the bindings give the manager roles to the operator's ServiceAccount", "[packaging][rbac]") {
   const auto objects = config_rbac_objects();
   const YAML::Node account = find_object(objects, "ServiceAccount", "my-operator");
   const std::string namespace_name = account["metadata"]["namespace"].as<std::string>();
@@ -80,7 +80,7 @@ TEST_CASE("the bindings give the manager roles to the operator's ServiceAccount"
   }
 }
 
-TEST_CASE("the viewer and editor ClusterRoles aggregate into view and edit and cannot write status",
+TEST_CASE("packaging: the viewer and editor ClusterRoles aggregate into view and edit and cannot write status",
           "[packaging][rbac]") {
   const auto objects = config_rbac_objects();
   const YAML::Node viewer = find_object(objects, "ClusterRole", "my-operator-myresource-viewer");
