@@ -1,0 +1,102 @@
+#pragma once
+// Kubernetes Events (events.k8s.io/v1) for state changes, as client-go's events broadcaster does:
+//
+// - record() never blocks a reconcile: events go to a bounded queue that one thread posts.
+// - The first occurrence creates an Event (eventTime, reportingController, reportingInstance,
+//   action, reason, regarding, note, type). Repeats of the same (regarding, type, reason, action,
+//   note) within `series_window` are aggregated: the Event gets `series` {count, lastObservedTime},
+//   patched at most once per `series_flush_interval` per series.
+// - Creates and patches share a token bucket (burst 25, then `qps`), so an event storm cannot
+//   flood the API server; what does not fit is dropped and counted in the log.
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "kube/client.h"
+#include "kube/object.h"
+#include "kube/token_bucket.h"
+#include "runtime/clock.h"
+
+namespace myop::runtime {
+
+enum class EventSeverity { normal, warning };
+
+struct EventRecorderOptions {
+  std::string reporting_controller = "myorg.io/my-operator";
+  // Default: the host name.
+  std::string reporting_instance;
+  Duration series_window = std::chrono::minutes(6);
+  Duration series_flush_interval = std::chrono::seconds(30);
+  double qps = 1.0 / 5;
+  int burst = 25;
+  std::size_t max_queued = 1000;
+};
+
+// What the Event is about (Event.regarding).
+struct EventSubject {
+  std::string api_version;
+  std::string kind;
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+  std::string resource_version;
+
+  static EventSubject of(const kube::Object& object);
+};
+
+class EventRecorder {
+ public:
+  EventRecorder(std::shared_ptr<kube::Client> client, EventRecorderOptions options = {});
+  ~EventRecorder();
+  EventRecorder(const EventRecorder&) = delete;
+  EventRecorder& operator=(const EventRecorder&) = delete;
+
+  // reason: CamelCase (e.g. CanaryFailed); action: what the operator did (e.g. Reconcile).
+  void record(const EventSubject& regarding, EventSeverity severity, std::string reason, std::string action,
+              std::string note);
+
+  // Posts everything queued and every pending series update now (tests, shutdown).
+  void flush();
+
+ private:
+  struct Pending {
+    EventSubject regarding;
+    EventSeverity severity = EventSeverity::normal;
+    std::string reason;
+    std::string action;
+    std::string note;
+    std::chrono::system_clock::time_point observed;
+  };
+  struct Series {
+    std::string event_name;
+    std::string namespace_name;
+    int count = 1;
+    int posted_count = 1;
+    std::chrono::system_clock::time_point last_observed;
+    TimePoint last_flush;
+    TimePoint first_seen;
+  };
+
+  void run(std::stop_token stop);
+  void post(const Pending& pending);
+  void flush_series(bool all);
+  bool take_token();
+  static std::string series_key(const Pending& pending);
+
+  std::shared_ptr<kube::Client> client_;
+  EventRecorderOptions options_;
+  kube::TokenBucket bucket_;
+  std::mutex mutex_;       // queue_, series_, dropped_
+  std::mutex work_mutex_;  // one poster at a time (the thread or flush())
+  std::condition_variable_any wake_;
+  std::deque<Pending> queue_;
+  std::map<std::string, Series> series_;
+  std::size_t dropped_ = 0;
+  std::jthread thread_;
+};
+
+}  // namespace myop::runtime

@@ -1,0 +1,276 @@
+#include "runtime/leader_election.h"
+
+#include <rapidjson/document.h>
+#include <unistd.h>
+
+#include "kube/resource.h"
+#include "runtime/controller.h"
+#include "runtime/logging.h"
+#include "runtime/micro_time.h"
+
+namespace myop::runtime {
+
+namespace {
+
+std::string string_member(const rapidjson::Value& object, const char* name) {
+  if (!object.IsObject()) return {};
+  auto member = object.FindMember(name);
+  return member != object.MemberEnd() && member->value.IsString() ? member->value.GetString() : std::string();
+}
+
+int int_member(const rapidjson::Value& object, const char* name) {
+  if (!object.IsObject()) return 0;
+  auto member = object.FindMember(name);
+  return member != object.MemberEnd() && member->value.IsInt() ? member->value.GetInt() : 0;
+}
+
+std::string default_identity() {
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
+  return std::string(host) + "_" + new_reconcile_id();
+}
+
+// A Lease body. `resource_version` empty for a create.
+rapidjson::Document lease_body(const LeaderElectionOptions& options, const std::string& resource_version,
+                               const std::string& holder, const std::string& acquire_time,
+                               const std::string& renew_time, int duration_seconds, int transitions) {
+  rapidjson::Document lease(rapidjson::kObjectType);
+  auto& allocator = lease.GetAllocator();
+  auto text = [&](const std::string& value) { return rapidjson::Value(value.c_str(), allocator); };
+  lease.AddMember("apiVersion", "coordination.k8s.io/v1", allocator);
+  lease.AddMember("kind", "Lease", allocator);
+  rapidjson::Value metadata(rapidjson::kObjectType);
+  metadata.AddMember("name", text(options.name), allocator);
+  metadata.AddMember("namespace", text(options.namespace_name), allocator);
+  if (!resource_version.empty()) metadata.AddMember("resourceVersion", text(resource_version), allocator);
+  lease.AddMember("metadata", metadata, allocator);
+  rapidjson::Value spec(rapidjson::kObjectType);
+  spec.AddMember("holderIdentity", text(holder), allocator);
+  spec.AddMember("leaseDurationSeconds", duration_seconds, allocator);
+  spec.AddMember("acquireTime", text(acquire_time), allocator);
+  spec.AddMember("renewTime", text(renew_time), allocator);
+  spec.AddMember("leaseTransitions", transitions, allocator);
+  lease.AddMember("spec", spec, allocator);
+  return lease;
+}
+
+}  // namespace
+
+LeaseLeaderElector::LeaseLeaderElector(std::shared_ptr<kube::Client> client, LeaderElectionOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {
+  if (options_.identity.empty()) options_.identity = default_identity();
+  if (options_.registry) {
+    master_status_ = &prometheus::BuildGauge()
+                          .Name("leader_election_master_status")
+                          .Help("1 while this replica holds the leader election Lease, else 0")
+                          .Register(*options_.registry)
+                          .Add({{"name", options_.name}});
+    master_status_->Set(0);
+  }
+}
+
+LeaseLeaderElector::~LeaseLeaderElector() {
+  if (renew_thread_.joinable()) {
+    renew_thread_.request_stop();
+    renew_thread_.join();
+  }
+}
+
+void LeaseLeaderElector::on_lost(std::function<void()> callback) {
+  std::lock_guard lock(mutex_);
+  on_lost_ = std::move(callback);
+}
+
+void LeaseLeaderElector::set_leading(bool leading) {
+  leading_ = leading;
+  if (master_status_) master_status_->Set(leading ? 1 : 0);
+}
+
+Duration LeaseLeaderElector::jittered(Duration period) {
+  std::lock_guard lock(mutex_);
+  std::uniform_real_distribution<double> factor(1.0, 1.2);
+  return std::chrono::duration_cast<Duration>(period * factor(random_));
+}
+
+bool LeaseLeaderElector::may_write() const {
+  if (!leading_ || lost_) return false;
+  std::lock_guard lock(mutex_);
+  return std::chrono::steady_clock::now() - last_renew_ < options_.renew_deadline - options_.retry_period / 2;
+}
+
+LeaseLeaderElector::Attempt LeaseLeaderElector::try_acquire_or_renew(std::stop_token stop) {
+  const auto type = kube::resources::leases();
+  const auto now_steady = std::chrono::steady_clock::now();
+  const std::string now = format_micro_time(std::chrono::system_clock::now());
+  const int duration_seconds =
+      static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(options_.lease_duration).count());
+
+  auto current = client_->get(type, options_.namespace_name, options_.name, {}, stop);
+  if (!current) {
+    if (!kube::is_not_found(current.error())) {
+      log(spdlog::level::warn, "Cannot read the leader election Lease",
+          {{"lease", options_.namespace_name + "/" + options_.name}, {"error", current.error().to_string()}});
+      return Attempt::failed;
+    }
+    auto body = lease_body(options_, "", options_.identity, now, now, duration_seconds, 0);
+    auto created = client_->create(type, options_.namespace_name, body, {}, stop);
+    if (!created) return Attempt::failed;
+    std::lock_guard lock(mutex_);
+    observed_holder_ = options_.identity;
+    observed_renew_time_ = now;
+    observed_at_ = now_steady;
+    observed_transitions_ = 0;
+    return Attempt::acquired;
+  }
+
+  const auto& lease = current.value();
+  const auto spec_member = lease.FindMember("spec");
+  static const rapidjson::Value empty_object(rapidjson::kObjectType);
+  const rapidjson::Value& spec = spec_member != lease.MemberEnd() ? spec_member->value : empty_object;
+  const std::string holder = string_member(spec, "holderIdentity");
+  const std::string renew_time = string_member(spec, "renewTime");
+  const std::string acquire_time = string_member(spec, "acquireTime");
+  const int transitions = int_member(spec, "leaseTransitions");
+  const std::string resource_version = string_member(lease["metadata"], "resourceVersion");
+  int holder_duration = int_member(spec, "leaseDurationSeconds");
+  if (holder_duration <= 0) holder_duration = duration_seconds;
+
+  bool expired;
+  {
+    std::lock_guard lock(mutex_);
+    if (holder != observed_holder_ || renew_time != observed_renew_time_) {
+      observed_holder_ = holder;
+      observed_renew_time_ = renew_time;
+      observed_at_ = now_steady;
+    }
+    observed_transitions_ = transitions;
+    expired = now_steady - observed_at_ >= std::chrono::seconds(holder_duration);
+  }
+  const bool mine = holder == options_.identity;
+  if (!holder.empty() && !mine && !expired) return Attempt::held_by_other;
+
+  auto body = lease_body(options_, resource_version, options_.identity,
+                         mine && !acquire_time.empty() ? acquire_time : now, now,
+                         duration_seconds, mine ? transitions : transitions + 1);
+  auto updated = client_->update(type, options_.namespace_name, body, {}, stop);
+  if (!updated) {
+    if (!kube::is_conflict(updated.error())) {
+      log(spdlog::level::warn, "Cannot update the leader election Lease",
+          {{"lease", options_.namespace_name + "/" + options_.name}, {"error", updated.error().to_string()}});
+    }
+    return Attempt::failed;
+  }
+  std::lock_guard lock(mutex_);
+  observed_holder_ = options_.identity;
+  observed_renew_time_ = now;
+  observed_at_ = now_steady;
+  observed_transitions_ = mine ? transitions : transitions + 1;
+  return Attempt::acquired;
+}
+
+bool LeaseLeaderElector::acquire(std::stop_token stop) {
+  log(spdlog::level::info, "Attempting to acquire the leader Lease",
+      {{"lease", options_.namespace_name + "/" + options_.name}, {"identity", options_.identity}});
+  while (!stop.stop_requested()) {
+    if (try_acquire_or_renew(stop) == Attempt::acquired) {
+      {
+        std::lock_guard lock(mutex_);
+        last_renew_ = std::chrono::steady_clock::now();
+      }
+      lost_ = false;
+      set_leading(true);
+      log(spdlog::level::info, "Acquired the leader Lease",
+          {{"lease", options_.namespace_name + "/" + options_.name}, {"identity", options_.identity}});
+      renew_thread_ = std::jthread([this](std::stop_token renew_stop) { renew_loop(renew_stop); });
+      return true;
+    }
+    const Duration delay = jittered(options_.retry_period);  // locks mutex_ itself
+    std::unique_lock lock(mutex_);
+    wake_.wait_for(lock, stop, delay, [] { return false; });
+  }
+  return false;
+}
+
+void LeaseLeaderElector::lose(const std::string& why) {
+  if (lost_.exchange(true)) return;
+  set_leading(false);
+  {
+    std::lock_guard lock(mutex_);
+    attempt_stop_.request_stop();
+  }
+  log(spdlog::level::err, "Leader Lease lost",
+      {{"lease", options_.namespace_name + "/" + options_.name}, {"identity", options_.identity}, {"reason", why}});
+  std::function<void()> callback;
+  {
+    std::lock_guard lock(mutex_);
+    callback = on_lost_;
+  }
+  if (callback) callback();
+}
+
+void LeaseLeaderElector::renew_loop(std::stop_token stop) {
+  const Duration give_up_after = options_.renew_deadline - options_.retry_period / 2;
+  // A watchdog for the renew deadline: it must fire even while a renewal request hangs.
+  std::jthread deadline_watch([this, give_up_after](std::stop_token watch_stop) {
+    std::mutex mutex;
+    std::condition_variable_any wait;
+    std::unique_lock lock(mutex);
+    while (!watch_stop.stop_requested() && !lost_) {
+      TimePoint last;
+      {
+        std::lock_guard state_lock(mutex_);
+        last = last_renew_;
+      }
+      if (std::chrono::steady_clock::now() - last >= give_up_after) {
+        lose("no successful renewal within the renew deadline");
+        return;
+      }
+      wait.wait_for(lock, watch_stop, std::chrono::milliseconds(100), [] { return false; });
+    }
+  });
+  while (!stop.stop_requested() && !lost_) {
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, stop, options_.retry_period, [] { return false; });
+    }
+    if (stop.stop_requested() || lost_) break;
+    std::stop_source attempt;
+    {
+      std::lock_guard lock(mutex_);
+      attempt_stop_ = attempt;
+    }
+    std::stop_callback forward(stop, [&attempt] { attempt.request_stop(); });
+    const Attempt result = try_acquire_or_renew(attempt.get_token());
+    if (result == Attempt::acquired) {
+      std::lock_guard lock(mutex_);
+      last_renew_ = std::chrono::steady_clock::now();
+    } else if (result == Attempt::held_by_other) {
+      lose("another replica holds the Lease");
+    }
+  }
+}
+
+void LeaseLeaderElector::release() {
+  if (renew_thread_.joinable()) {
+    renew_thread_.request_stop();
+    renew_thread_.join();
+  }
+  if (!leading_ || lost_) return;
+  set_leading(false);
+  const auto type = kube::resources::leases();
+  auto current = client_->get(type, options_.namespace_name, options_.name);
+  if (!current) return;
+  const auto& lease = current.value();
+  if (string_member(lease["spec"], "holderIdentity") != options_.identity) return;
+  const std::string now = format_micro_time(std::chrono::system_clock::now());
+  auto body = lease_body(options_, string_member(lease["metadata"], "resourceVersion"), "", now, now, 1,
+                         int_member(lease["spec"], "leaseTransitions"));
+  auto released = client_->update(type, options_.namespace_name, body);
+  if (released) {
+    log(spdlog::level::info, "Released the leader Lease", {{"lease", options_.namespace_name + "/" + options_.name}});
+  } else {
+    log(spdlog::level::warn, "Cannot release the leader Lease", {{"error", released.error().to_string()}});
+  }
+}
+
+}  // namespace myop::runtime
