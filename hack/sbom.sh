@@ -52,6 +52,10 @@ for library in "${libraries[@]}"; do
   fi
 done
 
+# The distribution (purls pkg:deb/debian/...?distro=debian-12 need it, and so do scanners).
+mkdir -p "$stage/etc"
+cp -L /etc/os-release "$stage/etc/os-release"
+
 # The dpkg database entries of exactly those packages.
 for package in $(printf '%s\n' "${!packages[@]}" | sort); do
   dpkg-query -s "$package" >> "$stage/var/lib/dpkg/status"

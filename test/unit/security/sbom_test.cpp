@@ -62,6 +62,7 @@ std::vector<Library> ldd_libraries(const std::filesystem::path& binary) {
 struct SpdxContents {
   std::map<std::string, std::set<std::string>> package_versions;  // name -> versions
   std::set<std::string> file_names;                               // "/usr/lib/..." (leading '/' added)
+  std::map<std::string, std::string> purls;                       // name -> package URL
 };
 
 SpdxContents read_spdx(const std::string& json) {
@@ -76,6 +77,11 @@ SpdxContents read_spdx(const std::string& json) {
       if (!package.HasMember("name")) continue;
       contents.package_versions[package["name"].GetString()].insert(
           package.HasMember("versionInfo") ? package["versionInfo"].GetString() : "");
+      if (package.HasMember("externalRefs")) {
+        for (const auto& reference : package["externalRefs"].GetArray())
+          if (std::string(reference["referenceType"].GetString()) == "purl")
+            contents.purls[package["name"].GetString()] = reference["referenceLocator"].GetString();
+      }
     }
   }
   if (document.HasMember("files")) {
@@ -128,6 +134,14 @@ TEST_CASE("security: the SBOM names every library ldd reports, with its Debian p
   for (const auto& item : missing_from(sbom, libraries)) missing << item << "\n";
   INFO("missing from the SBOM:\n" << missing.str());
   CHECK(missing.str().empty());
+  // Each library package has a Debian package URL naming the distribution, as scanners need.
+  for (const auto& library : libraries) {
+    INFO(library.package);
+    const auto purl = sbom.purls.find(library.package);
+    REQUIRE(purl != sbom.purls.end());
+    CHECK(purl->second.rfind("pkg:deb/debian/", 0) == 0);
+    CHECK(purl->second.find("distro=debian-") != std::string::npos);
+  }
   // The binary itself is in it, and nothing of the machine beyond what it loads.
   CHECK(sbom.file_names.count("/usr/local/bin/my-operator") == 1);
   std::set<std::string> expected_packages;
