@@ -68,6 +68,22 @@ ParsedFeatures features_from_config_map(const std::map<std::string, std::string,
   return parsed;
 }
 
+ParsedFeatures features_from_config_map_object(const kube::JsonValue* config_map, const Features& defaults) {
+  std::map<std::string, std::string, std::less<>> data;
+  if (config_map != nullptr) {
+    const kube::JsonValue* values = kube::find_member(*config_map, "data");
+    if (values != nullptr && values->IsObject()) {
+      for (const auto& member : values->GetObject()) {
+        if (member.value.IsString()) {
+          data[std::string(member.name.GetString(), member.name.GetStringLength())] =
+              std::string(member.value.GetString(), member.value.GetStringLength());
+        }
+      }
+    }
+  }
+  return features_from_config_map(data, defaults);
+}
+
 ParsedFeatures apply_feature_overrides(const Features& base, std::string_view annotation_value) {
   ParsedFeatures parsed{base, {}};
   constexpr std::string_view source = "annotation myorg.io/features";

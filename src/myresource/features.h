@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "kube/object.h"
+
 namespace myop::myresource {
 
 enum class OrphanPolicy {
@@ -45,6 +47,11 @@ struct ParsedFeatures {
 // (a typo such as "orphansweep" would otherwise be silently ignored).
 ParsedFeatures features_from_config_map(const std::map<std::string, std::string, std::less<>>& data,
                                         const Features& defaults = Features{});
+
+// The same, from a ConfigMap object as the informer holds it (its `data`); nullptr (no ConfigMap)
+// gives `defaults`.
+ParsedFeatures features_from_config_map_object(const kube::JsonValue* config_map,
+                                               const Features& defaults = Features{});
 
 // Applies the `myorg.io/features` annotation value ("name=value,name=value") on top of `base`.
 // An empty value changes nothing.

@@ -86,3 +86,15 @@ TEST_CASE("bad annotation items are reported, good ones applied", "[myresource][
   CHECK_THAT(parsed.errors[1], Catch::Contains("unknown feature flag \"colour\""));
   CHECK_THAT(parsed.errors[2], Catch::Contains("annotation myorg.io/features"));
 }
+
+TEST_CASE("features_from_config_map_object reads the ConfigMap's data", "[myresource][features]") {
+  auto config_map = myop::kube::Object::parse(
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"my-operator-config"},
+          "data":{"orphanPolicy":"delete","canary":"false"}})");
+  REQUIRE(config_map.ok());
+  auto parsed = features_from_config_map_object(&config_map->json());
+  CHECK(parsed.ok());
+  CHECK_FALSE(parsed.features.canary);
+  CHECK(parsed.features.orphan_policy == OrphanPolicy::Delete);
+  CHECK(features_from_config_map_object(nullptr).features == Features{});
+}

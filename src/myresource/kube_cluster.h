@@ -1,0 +1,61 @@
+// Cluster (cluster.h) on the real API server: reads from the informers' caches, writes with the
+// kube client, and puts every write's answer back into the cache (read-your-own-writes), so the next
+// reconcile does not act on a stale object and write again.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "kube/client.h"
+#include "myresource/cluster.h"
+#include "runtime/informer.h"
+
+namespace myop::myresource {
+
+struct KubeClusterOptions {
+  std::string reporting_controller = "myorg.io/my-operator";
+  std::string reporting_instance;  // the pod name, for events
+  // An identical event (same object, type, reason, message) within this window is not sent again.
+  std::chrono::seconds event_dedup_window = std::chrono::minutes(10);
+};
+
+class KubeCluster final : public Cluster {
+ public:
+  KubeCluster(std::shared_ptr<kube::Client> client, std::shared_ptr<runtime::Informer> myresources,
+              std::shared_ptr<runtime::Informer> deployments, std::function<Features()> features,
+              KubeClusterOptions options);
+
+  ObjectPointer get_myresource(std::string_view namespace_name, std::string_view name) override;
+  ObjectPointer get_deployment(std::string_view namespace_name, std::string_view name) override;
+  Features features() override;
+
+  kube::Result<void> apply_deployment(const kube::Object& desired, std::string_view based_on_resource_version,
+                                      std::stop_token stop) override;
+  kube::Result<void> delete_deployment(std::string_view namespace_name, std::string_view name,
+                                       std::string_view uid, std::stop_token stop) override;
+  kube::Result<void> set_myresource_finalizers(std::string_view namespace_name, std::string_view name,
+                                               const std::vector<std::string>& finalizers,
+                                               std::string_view resource_version,
+                                               std::stop_token stop) override;
+  kube::Result<void> apply_myresource_status(const kube::Object& body,
+                                             std::string_view based_on_resource_version,
+                                             std::stop_token stop) override;
+  void record_event(const EventSubject& subject, std::string_view type, std::string_view reason,
+                    std::string_view action, std::string_view message) override;
+
+ private:
+  std::shared_ptr<kube::Client> client_;
+  std::shared_ptr<runtime::Informer> myresources_;
+  std::shared_ptr<runtime::Informer> deployments_;
+  std::function<Features()> features_;
+  KubeClusterOptions options_;
+
+  std::mutex events_mutex_;
+  std::map<std::string, std::chrono::steady_clock::time_point> recent_events_;
+};
+
+}  // namespace myop::myresource
