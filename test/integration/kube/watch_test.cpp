@@ -1,0 +1,425 @@
+// Watches against the real control plane: the wire events, the watcher's initial state (WatchList and
+// paginated LIST), a 410 after etcd compaction, and an API server restart that must not lose events.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kube/object.h"
+#include "kube/watch.h"
+#include "kube/watch_parser.h"
+#include "kube/watch_source.h"
+#include "kube_test_support.h"
+#include "support/testenv.h"
+
+using namespace myop::kube;
+namespace testenv = myop::testenv;
+using namespace std::chrono_literals;
+
+namespace {
+
+// What the watcher has told us, kept the way a cache would keep it: name -> resourceVersion.
+class WatchedState {
+ public:
+  void handle(WatcherEvent event) {
+    std::lock_guard lock(mutex_);
+    history_.push_back(std::string(watcher_event_type_name(event.type)) +
+                       (event.object ? " " + std::string(event.object->name()) : std::string()));
+    switch (event.type) {
+      case WatcherEventType::InitStart:
+        ++initial_states_started_;
+        building_.clear();
+        break;
+      case WatcherEventType::InitApply:
+        building_[std::string(event.object->name())] = std::string(event.object->resource_version());
+        break;
+      case WatcherEventType::InitDone:
+        ++initial_states_done_;
+        objects_ = building_;
+        break;
+      case WatcherEventType::Apply:
+        objects_[std::string(event.object->name())] = std::string(event.object->resource_version());
+        break;
+      case WatcherEventType::Delete:
+        ++deletes_;
+        objects_.erase(std::string(event.object->name()));
+        break;
+      case WatcherEventType::Bookmark:
+        ++bookmarks_;
+        break;
+    }
+    changed_.notify_all();
+  }
+
+  // Waits until `condition` holds (checked under the lock) or `timeout` passes.
+  bool wait_for(const std::function<bool(const WatchedState&)>& condition,
+                std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return condition(*this); });
+  }
+
+  std::map<std::string, std::string> objects() const {
+    std::lock_guard lock(mutex_);
+    return objects_;
+  }
+  std::string history() const {
+    std::lock_guard lock(mutex_);
+    std::string text;
+    for (const auto& line : history_) text += line + "; ";
+    return text;
+  }
+
+  // Read under the lock by wait_for's condition.
+  std::map<std::string, std::string> objects_;
+  int initial_states_started_ = 0;
+  int initial_states_done_ = 0;
+  int deletes_ = 0;
+  int bookmarks_ = 0;
+
+ private:
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, std::string> building_;
+  std::vector<std::string> history_;
+};
+
+// A WatchSource whose new connections can be held back: a partition between this watcher and the API
+// server, while everyone else (kubectl) still gets through. An open stream is not affected.
+class GatedSource final : public WatchSource {
+ public:
+  explicit GatedSource(std::shared_ptr<WatchSource> inner) : inner_(std::move(inner)) {}
+
+  void close() {
+    std::lock_guard lock(mutex_);
+    open_ = false;
+  }
+  void open() {
+    {
+      std::lock_guard lock(mutex_);
+      open_ = true;
+    }
+    wake_.notify_all();
+  }
+  int waiting_connections() const { return waiting_.load(); }
+
+  Result<rapidjson::Document> list(const ListOptions& options, std::stop_token stop) override {
+    if (!pass(stop)) return make_error(Reason::Cancelled, "cancelled at the gate");
+    return inner_->list(options, stop);
+  }
+  Result<StreamEnd> watch(const WatchOptions& options, const ChunkHandler& on_chunk,
+                          std::stop_token stop) override {
+    if (!pass(stop)) return make_error(Reason::Cancelled, "cancelled at the gate");
+    return inner_->watch(options, on_chunk, stop);
+  }
+  std::string describe() const override { return inner_->describe(); }
+
+ private:
+  bool pass(std::stop_token stop) {
+    std::unique_lock lock(mutex_);
+    ++waiting_;
+    const bool opened = wake_.wait(lock, stop, [this] { return open_; });
+    --waiting_;
+    return opened;
+  }
+
+  std::shared_ptr<WatchSource> inner_;
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  bool open_ = true;
+  std::atomic<int> waiting_{0};
+};
+
+std::map<std::string, std::string> fresh_list(Client& client, const std::string& namespace_name) {
+  auto list = client.list_all(resources::config_maps(), namespace_name);
+  if (!list) FAIL("LIST failed: " << list.error().to_string());
+  std::map<std::string, std::string> result;
+  for (const auto& item : list.value()["items"].GetArray()) {
+    const ObjectView view(item);
+    result[std::string(view.name())] = std::string(view.resource_version());
+  }
+  return result;
+}
+
+void create_config_map(Client& client, const std::string& namespace_name, const std::string& name) {
+  auto body = testing::parse_json(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
+                                  R"("},"data":{"step":"created"}})");
+  auto created = client.create(resources::config_maps(), namespace_name, body);
+  if (!created) FAIL("create " << name << ": " << created.error().to_string());
+}
+
+void change_config_map(Client& client, const std::string& namespace_name, const std::string& name,
+                       const std::string& step) {
+  auto patched = client.patch(resources::config_maps(), namespace_name, name, PatchType::Merge,
+                              R"({"data":{"step":")" + step + R"("}})");
+  if (!patched) FAIL("patch " << name << ": " << patched.error().to_string());
+}
+
+void delete_config_map(Client& client, const std::string& namespace_name, const std::string& name) {
+  auto removed = client.remove(resources::config_maps(), namespace_name, name);
+  if (!removed) FAIL("delete " << name << ": " << removed.error().to_string());
+}
+
+// Waits until the watcher's view equals a fresh LIST. Other writers (kube-controller-manager publishes
+// kube-root-ca.crt into new namespaces) may change the namespace meanwhile, so the LIST is taken again.
+bool converges_to_fresh_list(WatchedState& state, Client& client, const std::string& namespace_name,
+                             std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    const auto expected = fresh_list(client, namespace_name);
+    if (state.wait_for([&](const WatchedState& s) { return s.objects_ == expected; }, 3s)) return true;
+  }
+  return false;
+}
+
+// Runs a Watcher on its own thread; stops and joins it (and checks it stopped promptly) on destruction.
+class RunningWatcher {
+ public:
+  RunningWatcher(std::shared_ptr<WatchSource> source, WatcherOptions options, WatchedState& state)
+      : watcher_(std::move(source), std::move(options)) {
+    thread_ = std::jthread([this, &state](std::stop_token stop) {
+      result_ = watcher_.run([&state](WatcherEvent event) { state.handle(std::move(event)); }, stop);
+    });
+  }
+  ~RunningWatcher() { stop(); }
+
+  // Returns how long the watcher took to return after the stop request.
+  std::chrono::milliseconds stop() {
+    if (!thread_.joinable()) return 0ms;
+    const auto started = std::chrono::steady_clock::now();
+    thread_.request_stop();
+    thread_.join();
+    return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
+  }
+  Watcher& watcher() { return watcher_; }
+  const Result<void>& result() const { return result_; }
+
+ private:
+  Watcher watcher_;
+  Result<void> result_;
+  std::jthread thread_;
+};
+
+WatcherOptions quick_options(const std::function<void(const Error&)>& on_error = {}) {
+  WatcherOptions options;
+  // Short server-side timeouts: the API server sends a bookmark 2 s before a watch's deadline, and each
+  // reconnect exercises the resume path.
+  options.minimum_watch_timeout = 6s;
+  options.maximum_watch_timeout = 8s;
+  options.backoff.initial = 200ms;
+  options.backoff.maximum = 2s;
+  if (on_error)
+    options.on_error = [on_error](const Error& error, std::chrono::milliseconds) { on_error(error); };
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("a watch stream delivers ADDED, MODIFIED, DELETED and BOOKMARK", "[kube][watch]") {
+  testenv::ScopedNamespace ns("watch-wire");
+  auto client = testing::admin_client();
+  ListOptions list_options;
+  auto start = client.list(resources::config_maps(), ns.name(), list_options);
+  REQUIRE(start.ok());
+  const std::string start_version = testing::string_at(start.value(), {"metadata", "resourceVersion"});
+  REQUIRE_FALSE(start_version.empty());
+
+  WatchOptions watch_options;
+  watch_options.resource_version = start_version;
+  watch_options.allow_bookmarks = true;
+  watch_options.timeout_seconds = 8;  // the server ends it; a bookmark comes 2 s before
+
+  std::mutex mutex;
+  std::vector<std::string> events;
+  std::optional<Error> stream_error;
+  std::optional<StreamEnd> stream_end;
+  std::jthread watching([&](std::stop_token stop) {
+    WatchParser parser;
+    auto ended = client.watch(
+        resources::config_maps(), ns.name(), watch_options,
+        [&](std::string_view chunk) {
+          parser.append(chunk);
+          while (auto item = parser.next()) {
+            std::lock_guard lock(mutex);
+            if (!item->ok()) {
+              stream_error = item->error();
+              return false;
+            }
+            const auto& event = item->value();
+            events.push_back(std::string(watch_event_type_name(event.type)) + " " +
+                             std::string(event.object.name()) +
+                             (event.resource_version().empty() ? " no-version" : ""));
+          }
+          return true;
+        },
+        stop);
+    std::lock_guard lock(mutex);
+    if (ended.ok()) {
+      stream_end = ended.value();
+    } else {
+      stream_error = ended.error();
+    }
+  });
+
+  create_config_map(client, ns.name(), "first");
+  change_config_map(client, ns.name(), "first", "changed");
+  delete_config_map(client, ns.name(), "first");
+  watching.join();  // the server ends the watch after timeoutSeconds
+
+  std::lock_guard lock(mutex);
+  INFO("events: " << Catch::Detail::stringify(events));
+  REQUIRE_FALSE(stream_error.has_value());
+  REQUIRE(stream_end == StreamEnd::ServerClosed);
+  std::vector<std::string> ours;  // kube-controller-manager may add kube-root-ca.crt meanwhile
+  std::copy_if(events.begin(), events.end(), std::back_inserter(ours),
+               [](const std::string& event) { return event.ends_with(" first"); });
+  CHECK(ours == std::vector<std::string>{"ADDED first", "MODIFIED first", "DELETED first"});
+  CHECK(std::count(events.begin(), events.end(), "BOOKMARK ") >= 1);  // a bookmark names no object
+}
+
+TEST_CASE("the watcher builds the initial state and follows changes", "[kube][watch]") {
+  testenv::ScopedNamespace ns("watcher");
+  auto client = std::make_shared<Client>(testing::admin_client());
+  for (int index = 0; index < 5; ++index)
+    create_config_map(*client, ns.name(), "before-" + std::to_string(index));
+
+  auto mode = GENERATE(InitialListMode::Auto, InitialListMode::PaginatedList);
+  INFO("initial list mode " << (mode == InitialListMode::Auto ? "Auto (WatchList if served)"
+                                                              : "PaginatedList"));
+  WatcherOptions options = quick_options();
+  options.initial_list_mode = mode;
+  options.page_size = 2;  // several pages when listing
+  WatchedState state;
+  RunningWatcher running(make_client_watch_source(client, resources::config_maps(), ns.name()), options,
+                         state);
+
+  REQUIRE(state.wait_for([](const WatchedState& s) { return s.initial_states_done_ == 1; }, 30s));
+  CHECK(converges_to_fresh_list(state, *client, ns.name(), 30s));
+  CHECK(state.objects().count("before-4") == 1);
+  CHECK(running.watcher().state() == WatcherState::Watching);
+  if (mode == InitialListMode::PaginatedList) CHECK_FALSE(running.watcher().watch_list_supported());
+  WARN("WatchList supported by this API server: " << running.watcher().watch_list_supported());
+
+  create_config_map(*client, ns.name(), "live");
+  change_config_map(*client, ns.name(), "live", "changed");
+  delete_config_map(*client, ns.name(), "before-0");
+  REQUIRE(state.wait_for(
+      [](const WatchedState& s) { return s.deletes_ == 1 && s.objects_.count("live") == 1; }, 30s));
+  REQUIRE(state.wait_for([](const WatchedState& s) { return s.bookmarks_ >= 1; }, 30s));
+  CHECK(converges_to_fresh_list(state, *client, ns.name(), 30s));
+  // Through at least one server-side timeout the watcher resumes without relisting.
+  std::this_thread::sleep_for(9s);
+  change_config_map(*client, ns.name(), "live", "after-reconnect");
+  CHECK(converges_to_fresh_list(state, *client, ns.name(), 30s));
+  CHECK(state.initial_states_started_ == 1);
+  INFO("history: " << state.history());
+
+  const auto stop_time = running.stop();
+  CHECK(stop_time < 1500ms);  // cancellation of a real, open watch
+  CHECK(running.result().ok());
+}
+
+TEST_CASE("a 410 forced by etcd compaction leads to a relist", "[kube][watch]") {
+  if (!testenv::owns_control_plane()) {
+    WARN("skipped: needs a control plane this test run may restart (not the cluster of $KUBECONFIG)");
+    return;
+  }
+  testenv::ScopedNamespace ns("watch-gone");
+  auto client = std::make_shared<Client>(testing::admin_client());
+  create_config_map(*client, ns.name(), "stays");
+  create_config_map(*client, ns.name(), "changes");
+  create_config_map(*client, ns.name(), "goes");
+
+  std::mutex errors_mutex;
+  std::vector<Error> errors;
+  auto gate =
+      std::make_shared<GatedSource>(make_client_watch_source(client, resources::config_maps(), ns.name()));
+  WatchedState state;
+  RunningWatcher running(gate, quick_options([&](const Error& error) {
+                           std::lock_guard lock(errors_mutex);
+                           errors.push_back(error);
+                         }),
+                         state);
+  REQUIRE(state.wait_for([](const WatchedState& s) { return s.initial_states_done_ == 1; }, 30s));
+  const std::string watched_version = running.watcher().resource_version();
+
+  // Partition the watcher, then move etcd and the API server's watch cache past its resourceVersion.
+  gate->close();
+  testenv::restart_apiserver();
+  change_config_map(*client, ns.name(), "changes", "while-away");
+  delete_config_map(*client, ns.name(), "goes");
+  create_config_map(*client, ns.name(), "new");
+  const long long compacted_to = testenv::compact_etcd();
+  testenv::restart_apiserver();
+  INFO("watched at " << watched_version << ", etcd compacted to " << compacted_to);
+  gate->open();
+
+  REQUIRE(state.wait_for([](const WatchedState& s) { return s.initial_states_done_ >= 2; }, 60s));
+  {
+    std::lock_guard lock(errors_mutex);
+    const bool saw_gone =
+        std::any_of(errors.begin(), errors.end(), [](const Error& error) { return is_gone(error); });
+    CHECK(saw_gone);
+  }
+  CHECK(converges_to_fresh_list(state, *client, ns.name(), 30s));
+  CHECK(state.objects().count("goes") == 0);
+  CHECK(state.objects().count("new") == 1);
+  INFO("history: " << state.history());
+}
+
+TEST_CASE("kube-apiserver restarted during a watch: the watch resumes and loses no event", "[kube][watch]") {
+  if (!testenv::owns_control_plane()) {
+    WARN("skipped: needs a control plane this test run may restart (not the cluster of $KUBECONFIG)");
+    return;
+  }
+  testenv::ScopedNamespace ns("watch-restart");
+  auto client = std::make_shared<Client>(testing::admin_client());
+  for (const char* name : {"a", "b", "c"}) create_config_map(*client, ns.name(), name);
+
+  auto gate =
+      std::make_shared<GatedSource>(make_client_watch_source(client, resources::config_maps(), ns.name()));
+  WatchedState state;
+  RunningWatcher running(gate, quick_options(), state);
+  REQUIRE(state.wait_for([](const WatchedState& s) { return s.initial_states_done_ == 1; }, 30s));
+
+  SECTION("the watcher reconnects by itself after the API server comes back") {
+    testenv::stop_apiserver();  // the open watch breaks; reconnects fail with backoff
+    std::this_thread::sleep_for(3s);
+    testenv::start_apiserver();
+    create_config_map(*client, ns.name(), "after-restart");
+    delete_config_map(*client, ns.name(), "a");
+    CHECK(converges_to_fresh_list(state, *client, ns.name(), 60s));
+    CHECK(state.objects().count("a") == 0);
+    CHECK(running.watcher().state() == WatcherState::Watching);
+  }
+
+  SECTION("events written while the watcher was cut off are all delivered") {
+    gate->close();
+    testenv::restart_apiserver();  // cuts the open stream; the reconnect waits at the gate
+    for (int poll = 0; poll < 100 && gate->waiting_connections() == 0; ++poll)
+      std::this_thread::sleep_for(100ms);
+    REQUIRE(gate->waiting_connections() == 1);
+    change_config_map(*client, ns.name(), "b", "meanwhile");
+    delete_config_map(*client, ns.name(), "c");
+    create_config_map(*client, ns.name(), "d");
+    const auto expected = fresh_list(*client, ns.name());
+    gate->open();
+    CHECK(converges_to_fresh_list(state, *client, ns.name(), 60s));
+    CHECK(state.objects().count("c") == 0);
+    CHECK(state.objects().count("d") == 1);
+    CHECK(state.objects()["b"] == expected.at("b"));
+  }
+
+  // And it keeps following live changes afterwards.
+  change_config_map(*client, ns.name(), "b", "live-again");
+  CHECK(converges_to_fresh_list(state, *client, ns.name(), 30s));
+  INFO("history: " << state.history());
+  CHECK(running.stop() < 1500ms);
+}
