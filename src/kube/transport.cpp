@@ -429,7 +429,8 @@ class HttpsTransport final : public Transport {
     std::string chunk;
     for (;;) {
       auto next = std::make_shared<Pending<Buffer::int_type>>();
-      buffer.bumpc().then([next](pplx::task<Buffer::int_type> task) {
+      // The continuation holds the buffer: after a cancel it may run when this frame is long gone.
+      buffer.bumpc().then([next, buffer](pplx::task<Buffer::int_type> task) {
         try {
           next->finish(task.get(), nullptr);
         } catch (...) {
@@ -514,6 +515,11 @@ class HttpsTransport final : public Transport {
       error.request_not_sent = true;
     } else if (what.find("connect") != std::string::npos || what.find("resolv") != std::string::npos) {
       error.message = "cannot connect to " + config_.server + ": " + what + (code_text.empty() ? "" : " (" + code_text + ")");
+      error.request_not_sent = true;
+    } else if (what.find("Failed to write request") != std::string::npos) {
+      // The server acts only on a complete request; one we could not finish writing was not acted on.
+      error.message = "connection to " + config_.server + " broke while sending: " + what +
+                      (code_text.empty() ? "" : " (" + code_text + ")");
       error.request_not_sent = true;
     } else {
       error.message = "connection to " + config_.server + " failed: " + what + (code_text.empty() ? "" : " (" + code_text + ")");

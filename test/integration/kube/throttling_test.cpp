@@ -77,9 +77,12 @@ spec:
   myop::testenv::kubectl_or_fail("create rolebinding throttled-reader --role=configmap-reader --user=" +
                                  std::string(kThrottledUser) + " -n " + ns.name());
   // Enough objects that each list takes the server a moment and several seats.
-  for (int i = 0; i < 150; ++i)
-    myop::testenv::kubectl("create configmap load-" + std::to_string(i) + " -n " + ns.name() +
-                           " --from-literal=payload=" + std::string(200, 'x'));
+  Client admin = admin_client();
+  for (int i = 0; i < 150; ++i) {
+    auto load = parse_json(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"load-)" + std::to_string(i) +
+                           R"("},"data":{"payload":")" + std::string(200, 'x') + R"("}})");
+    REQUIRE(admin.create(resources::config_maps(), ns.name(), load).ok());
+  }
 
   const std::string kubeconfig = myop::testenv::kubeconfig_for_user(kThrottledUser);
   ConfigSearch search;
