@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "support/testenv.h"
-#include "unit/packaging/packaging_files.h"
+#include "../../unit/packaging/packaging_files.h"
 
 namespace myop::policy {
 

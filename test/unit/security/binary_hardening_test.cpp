@@ -9,7 +9,7 @@
 #include <regex>
 #include <string>
 
-#include "unit/packaging/packaging_files.h"
+#include "../packaging/packaging_files.h"
 
 using myop::packaging::run_command;
 using myop::packaging::shell_quote;

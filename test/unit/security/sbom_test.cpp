@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "unit/packaging/packaging_files.h"
+#include "../packaging/packaging_files.h"
 
 using namespace myop::packaging;
 
