@@ -40,9 +40,10 @@ void create_config_maps(const std::string& namespace_name, int count, const std:
   std::ostringstream manifest;
   for (int i = 0; i < count; ++i) {
     manifest << "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " << prefix << i
-             << "\n  labels:\n    set: " << prefix << "\ndata:\n  value: \"" << i << "\"\n";
+             << "\n  labels:\n    set: bulk\ndata:\n  value: \"" << i << "\"\n";
   }
   auto applied = testenv::kubectl_apply(manifest.str(), "-n " + namespace_name + " --server-side");
+  INFO(applied.output.substr(0, 2000));
   REQUIRE(applied.ok());
 }
 
@@ -139,7 +140,7 @@ TEST_CASE("informer over 2,000 objects equals a fresh LIST through restarts and 
 
   SECTION("deletes made while the informer was not watching are delivered as deletes") {
     informer.stop();
-    testenv::kubectl_or_fail("delete configmap -l set=cm- --field-selector metadata.name!=cm-0 -n " + ns.name() +
+    testenv::kubectl_or_fail("delete configmap -l set=bulk --field-selector metadata.name!=cm-0 -n " + ns.name() +
                              " --wait=false");
     REQUIRE(eventually([&] { return fresh_list(*client, ns.name()).size() <= 2; }));
     informer.start();
