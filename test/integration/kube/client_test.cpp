@@ -192,7 +192,9 @@ TEST_CASE("list pages through more objects than the limit", "[integration][kube]
   constexpr int kObjects = 23;
   for (int i = 0; i < kObjects; ++i) {
     auto object = config_map("page-" + std::to_string(i));
-    object["metadata"].AddMember("labels", parse_json(R"({"paged":"yes"})").Move(), object.GetAllocator());
+    // Copied into the object's allocator: the parsed temporary (and its strings) dies at the semicolon.
+    const auto labels = parse_json(R"({"paged":"yes"})");
+    object["metadata"].AddMember("labels", rapidjson::Value(labels, object.GetAllocator()), object.GetAllocator());
     auto created = client.create(type, ns.name(), object);
     INFO((created ? std::string() : created.error().to_string()));
     REQUIRE(created.ok());
@@ -269,7 +271,8 @@ TEST_CASE("a custom resource: CRD discovery, CRUD and the status subresource", "
   auto current = client.get(kWidgets, ns.name(), "w");
   REQUIRE(current.ok());
   auto& document = current.value();
-  document.AddMember("status", parse_json(R"({"phase":"Ready"})").Move(), document.GetAllocator());
+  const auto status = parse_json(R"({"phase":"Ready"})");
+  document.AddMember("status", rapidjson::Value(status, document.GetAllocator()), document.GetAllocator());
   document["spec"]["size"].SetInt(99);  // ignored by /status
   auto status_written = client.update_status(kWidgets, ns.name(), document);
   INFO((status_written ? std::string() : status_written.error().to_string()));
