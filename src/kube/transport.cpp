@@ -11,6 +11,7 @@
 #include <boost/asio/ssl.hpp>
 #include <condition_variable>
 #include <exception>
+#include <limits>
 #include <mutex>
 
 #include "kube/token_bucket.h"
@@ -164,6 +165,41 @@ std::string host_of(const std::string& server) {
   return host;
 }
 
+// A counting limit whose wait gives up on stop or deadline (std::counting_semaphore cannot see a
+// std::stop_token). acquire() returns a guard that frees the slot when it goes away.
+class InFlightLimit {
+ public:
+  explicit InFlightLimit(int limit) : available_(limit > 0 ? limit : std::numeric_limits<int>::max()) {}
+
+  using Guard = std::unique_ptr<InFlightLimit, void (*)(InFlightLimit*)>;
+
+  Guard acquire(const std::stop_token& stop, Clock::time_point deadline) {
+    std::unique_lock lock(mutex_);
+    while (available_ == 0) {
+      if (stop.stop_requested() || Clock::now() >= deadline) return Guard(nullptr, &InFlightLimit::release_slot);
+      freed_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
+    }
+    --available_;
+    return Guard(this, &InFlightLimit::release_slot);
+  }
+
+ private:
+  static void release_slot(InFlightLimit* limit) {
+    if (limit != nullptr) limit->release();
+  }
+  void release() {
+    {
+      std::lock_guard lock(mutex_);
+      ++available_;
+    }
+    freed_.notify_one();
+  }
+
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  int available_;
+};
+
 class HttpsTransport final : public Transport {
  public:
   HttpsTransport(ClientConfig config, TransportOptions options, std::shared_ptr<CredentialSource> credentials)
@@ -172,6 +208,7 @@ class HttpsTransport final : public Transport {
         host_(host_of(config_.server)),
         credentials_(std::move(credentials)),
         bucket_(options_.qps, options_.burst),
+        in_flight_(options_.max_requests_in_flight),
         retry_(options_.retry),
         // Never freed: the verify hook of a pooled connection may outlive this transport.
         diagnostics_(new TlsDiagnostics) {}
@@ -187,8 +224,15 @@ class HttpsTransport final : public Transport {
       if (!prepared) return std::move(prepared).error();
       auto& [message, credential, clients] = prepared.value();
 
+      auto slot = in_flight_.acquire(stop, deadline);
+      if (!slot) {
+        if (stop.stop_requested()) return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
+        return make_error(Reason::Timeout, "too many requests in flight (" + std::to_string(options_.max_requests_in_flight) +
+                                               ") to send " + request.path + " before its deadline");
+      }
       const auto started = Clock::now();
       auto answer = execute(clients->requests, std::move(message), stop, deadline, timeout);
+      slot.reset();
       observe(request.method, answer, started);
 
       Error failure;
@@ -541,6 +585,7 @@ class HttpsTransport final : public Transport {
   const std::string host_;
   const std::shared_ptr<CredentialSource> credentials_;
   TokenBucket bucket_;
+  InFlightLimit in_flight_;
   const RetryPolicy retry_;
   TlsDiagnostics* const diagnostics_;
   std::mutex clients_mutex_;

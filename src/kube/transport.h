@@ -89,6 +89,9 @@ struct TransportOptions {
   int burst = 100;
   std::string user_agent = "my-operator";
   std::chrono::milliseconds default_timeout{std::chrono::seconds(30)};
+  // cpprestsdk opens one TLS connection per in-flight request and never bounds its pool: at most this
+  // many requests (streams not counted) are in flight at once; the rest wait, within their deadline.
+  int max_requests_in_flight = 64;
   RetrySettings retry{};
   std::shared_ptr<RequestMetricsObserver> metrics;  // may be null
   std::shared_ptr<CredentialSource> credentials;    // null: make_credential_source(config)
