@@ -85,9 +85,11 @@ class Session : public std::enable_shared_from_this<Session> {
       response.body() = "not found\n";
       return response;
     }
+    HttpRequest request{std::string(request_.method_string()), path,
+                        std::string(request_[http::field::authorization])};
     HttpResponse answer;
     try {
-      answer = handler->second();
+      answer = handler->second(request);
     } catch (const std::exception& exception) {
       answer = {500, "text/plain; charset=utf-8", std::string("internal error: ") + exception.what() + "\n"};
     }
@@ -134,6 +136,10 @@ HttpServer::HttpServer(std::string name) : name_(std::move(name)) {}
 HttpServer::~HttpServer() { stop(); }
 
 void HttpServer::handle(const std::string& path, HttpHandler handler) { handlers_[path] = std::move(handler); }
+
+void HttpServer::handle(const std::string& path, std::function<HttpResponse()> handler) {
+  handlers_[path] = [handler = std::move(handler)](const HttpRequest&) { return handler(); };
+}
 
 std::optional<std::string> HttpServer::start(const std::string& bind_address) {
   auto address = parse_bind_address(bind_address);

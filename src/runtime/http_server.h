@@ -18,7 +18,13 @@ struct HttpResponse {
   std::string body;
 };
 
-using HttpHandler = std::function<HttpResponse()>;
+struct HttpRequest {
+  std::string method;  // "GET" or "HEAD"
+  std::string path;    // without the query string
+  std::string authorization;  // the Authorization header, "" when absent
+};
+
+using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
 struct BindAddress {
   std::string host;  // "" = all interfaces
@@ -38,6 +44,7 @@ class HttpServer {
 
   // Register before start(). Paths match exactly (query strings are ignored).
   void handle(const std::string& path, HttpHandler handler);
+  void handle(const std::string& path, std::function<HttpResponse()> handler);
 
   // Binds and starts serving on a thread. Returns an error message when the address cannot be used.
   std::optional<std::string> start(const std::string& bind_address);

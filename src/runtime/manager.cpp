@@ -18,7 +18,7 @@ bool disabled(const std::string& bind_address) { return bind_address.empty() || 
 
 Manager::Manager(ManagerOptions options) : options_(std::move(options)) {
   if (!options_.registry) options_.registry = std::make_shared<prometheus::Registry>();
-  metrics_server_.handle("/metrics", [this] { return metrics(); });
+  metrics_server_.handle("/metrics", [this](const HttpRequest& request) { return metrics(request); });
   probe_server_.handle("/healthz", [this] { return healthz(); });
   probe_server_.handle("/readyz", [this] { return readyz(); });
 }
@@ -69,7 +69,14 @@ HttpResponse Manager::readyz() {
   return {200, "text/plain; charset=utf-8", "ok"};
 }
 
-HttpResponse Manager::metrics() {
+HttpResponse Manager::metrics(const HttpRequest& request) {
+  if (options_.metrics_authorizer) {
+    const std::string verb = request.method == "HEAD" ? "head" : "get";
+    auto authorization = options_.metrics_authorizer->authorize(request.authorization, verb, request.path);
+    if (authorization.decision != ScrapeDecision::Allowed) {
+      return {static_cast<unsigned>(authorization.http_status), "text/plain; charset=utf-8", authorization.message + "\n"};
+    }
+  }
   auto families = options_.registry->Collect();
   for (const auto& collectable : collectables_) {
     auto more = collectable->Collect();

@@ -23,6 +23,7 @@
 #include "runtime/controller.h"
 #include "runtime/http_server.h"
 #include "runtime/leader_elector.h"
+#include "runtime/metrics_authorizer.h"
 #include "runtime/runnable.h"
 
 namespace myop::runtime {
@@ -36,6 +37,9 @@ struct ManagerOptions {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   // Null: no leader election, controllers start as soon as caches are synced.
   std::shared_ptr<LeaderElector> leader_elector;
+  // Null: /metrics is open (bind it to localhost or protect it with a NetworkPolicy). Set: every
+  // scrape needs a bearer token allowed `get` on /metrics (TokenReview + SubjectAccessReview).
+  std::shared_ptr<MetricsAuthorizer> metrics_authorizer;
 };
 
 // A named check; returns an error text when failing.
@@ -68,7 +72,7 @@ class Manager {
  private:
   HttpResponse healthz();
   HttpResponse readyz();
-  HttpResponse metrics();
+  HttpResponse metrics(const HttpRequest& request);
   bool wait_for_caches(std::stop_token stop);
   bool shut_down();
 

@@ -17,7 +17,8 @@ struct HttpAnswer {
 };
 
 inline HttpAnswer http_request(std::uint16_t port, const std::string& target,
-                               boost::beast::http::verb verb = boost::beast::http::verb::get) {
+                               boost::beast::http::verb verb = boost::beast::http::verb::get,
+                               const std::string& authorization = "") {
   namespace beast = boost::beast;
   namespace http = beast::http;
   boost::asio::io_context context;
@@ -27,6 +28,7 @@ inline HttpAnswer http_request(std::uint16_t port, const std::string& target,
   stream.connect(resolver.resolve("127.0.0.1", std::to_string(port)));
   http::request<http::string_body> request{verb, target, 11};
   request.set(http::field::host, "127.0.0.1");
+  if (!authorization.empty()) request.set(http::field::authorization, authorization);
   http::write(stream, request);
   beast::flat_buffer buffer;
   http::response<http::string_body> response;

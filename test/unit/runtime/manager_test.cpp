@@ -9,6 +9,7 @@
 #include "runtime/manager.h"
 
 using namespace std::chrono_literals;
+using namespace myop;
 using namespace myop::runtime;
 using myop::runtime::testing::http_request;
 
@@ -198,4 +199,42 @@ TEST_CASE("a bind failure is reported as exit code 1", "[runtime][manager]") {
   Manager manager(options);
   std::stop_source stop;
   CHECK(manager.run(stop.get_token()) == 1);
+}
+
+namespace {
+
+class AllowOneToken final : public AccessReviewer {
+ public:
+  kube::Result<std::optional<AuthenticatedUser>> review_token(std::string_view token) override {
+    if (token == "good" || token == "reader-less") {
+      AuthenticatedUser user;
+      user.name = std::string(token);
+      return std::optional<AuthenticatedUser>(user);
+    }
+    return std::optional<AuthenticatedUser>();
+  }
+  kube::Result<bool> review_access(const AuthenticatedUser& user, std::string_view verb,
+                                   std::string_view path) override {
+    return user.name == "good" && verb == "get" && path == "/metrics";
+  }
+};
+
+}  // namespace
+
+TEST_CASE("/metrics asks the authorizer when one is configured", "[runtime][manager]") {
+  auto options = local_options();
+  options.metrics_authorizer = std::make_shared<MetricsAuthorizer>(std::make_shared<AllowOneToken>());
+  Manager manager(options);
+  std::stop_source stop;
+  auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
+  REQUIRE(eventually([&] { return manager.caches_synced() && manager.metrics_port() != 0; }));
+  using boost::beast::http::verb;
+  CHECK(http_request(manager.metrics_port(), "/metrics").status == 401);
+  CHECK(http_request(manager.metrics_port(), "/metrics", verb::get, "Bearer unknown").status == 401);
+  CHECK(http_request(manager.metrics_port(), "/metrics", verb::get, "Bearer reader-less").status == 403);
+  CHECK(http_request(manager.metrics_port(), "/metrics", verb::get, "Bearer good").status == 200);
+  // Probes stay open: the kubelet has no token.
+  CHECK(http_request(manager.probe_port(), "/healthz").status == 200);
+  stop.request_stop();
+  CHECK(exit_code.get() == 0);
 }
