@@ -22,14 +22,14 @@ std::string label_index_key(std::string_view key, std::string_view value) {
 ObjectPointer ObjectCache::get(const ObjectKey& key) const {
   std::shared_lock lock(mutex_);
   auto position = objects_.find(key);
-  return position == objects_.end() ? nullptr : position->second;
+  return position == objects_.end() ? nullptr : position->second.object;
 }
 
 std::vector<ObjectPointer> ObjectCache::list() const {
   std::shared_lock lock(mutex_);
   std::vector<ObjectPointer> result;
   result.reserve(objects_.size());
-  for (const auto& [key, object] : objects_) result.push_back(object);
+  for (const auto& [key, entry] : objects_) result.push_back(entry.object);
   return result;
 }
 
@@ -38,16 +38,16 @@ std::vector<ObjectPointer> ObjectCache::list_namespace(std::string_view namespac
   std::vector<ObjectPointer> result;
   for (auto position = objects_.lower_bound(ObjectKey{std::string(namespace_name), ""});
        position != objects_.end() && position->first.namespace_name == namespace_name; ++position) {
-    result.push_back(position->second);
+    result.push_back(position->second.object);
   }
   return result;
 }
 
-std::vector<ObjectPointer> ObjectCache::resolve_locked(const std::set<ObjectKey>& keys) const {
+std::vector<ObjectPointer> ObjectCache::resolve_locked(const KeySet& keys) const {
   std::vector<ObjectPointer> result;
   result.reserve(keys.size());
-  for (const auto& key : keys) {
-    if (auto position = objects_.find(key); position != objects_.end()) result.push_back(position->second);
+  for (const ObjectKey* key : keys) {
+    if (auto position = objects_.find(*key); position != objects_.end()) result.push_back(position->second.object);
   }
   return result;
 }
@@ -68,7 +68,7 @@ std::vector<ObjectKey> ObjectCache::keys() const {
   std::shared_lock lock(mutex_);
   std::vector<ObjectKey> result;
   result.reserve(objects_.size());
-  for (const auto& [key, object] : objects_) result.push_back(key);
+  for (const auto& [key, entry] : objects_) result.push_back(key);
   return result;
 }
 
@@ -81,10 +81,10 @@ ObjectPointer ObjectCache::put(ObjectPointer object) {
   const ObjectKey key = key_of_object(*object);
   std::unique_lock lock(mutex_);
   auto [position, inserted] = objects_.try_emplace(key);
-  ObjectPointer previous = inserted ? nullptr : position->second;
-  if (previous) unindex_locked(key, *previous);
-  position->second = std::move(object);
-  index_locked(key, *position->second);
+  ObjectPointer previous = inserted ? nullptr : position->second.object;
+  if (previous) unindex_locked(&position->first, *previous);
+  position->second.object = std::move(object);
+  index_locked(&position->first, *position->second.object);
   return previous;
 }
 
@@ -92,13 +92,27 @@ ObjectPointer ObjectCache::erase(const ObjectKey& key) {
   std::unique_lock lock(mutex_);
   auto position = objects_.find(key);
   if (position == objects_.end()) return nullptr;
-  ObjectPointer previous = std::move(position->second);
+  ObjectPointer previous = std::move(position->second.object);
+  unindex_locked(&position->first, *previous);
   objects_.erase(position);
-  unindex_locked(key, *previous);
   return previous;
 }
 
-void ObjectCache::index_locked(const ObjectKey& key, const kube::Object& object) {
+void ObjectCache::mark(const ObjectKey& key, std::uint32_t epoch) {
+  std::unique_lock lock(mutex_);
+  if (auto position = objects_.find(key); position != objects_.end()) position->second.epoch = epoch;
+}
+
+std::vector<ObjectKey> ObjectCache::unmarked(std::uint32_t epoch) const {
+  std::shared_lock lock(mutex_);
+  std::vector<ObjectKey> result;
+  for (const auto& [key, entry] : objects_) {
+    if (entry.epoch != epoch) result.push_back(key);
+  }
+  return result;
+}
+
+void ObjectCache::index_locked(const ObjectKey* key, const kube::Object& object) {
   if (auto owner = object.view().controller_owner()) by_owner_[owner->uid].insert(key);
   if (!options_.index_labels) return;
   const auto* labels = object.view().find({"metadata", "labels"});
@@ -111,7 +125,7 @@ void ObjectCache::index_locked(const ObjectKey& key, const kube::Object& object)
   }
 }
 
-void ObjectCache::unindex_locked(const ObjectKey& key, const kube::Object& object) {
+void ObjectCache::unindex_locked(const ObjectKey* key, const kube::Object& object) {
   auto remove = [&](auto& index, const std::string& index_key) {
     auto position = index.find(index_key);
     if (position == index.end()) return;

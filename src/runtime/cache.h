@@ -5,6 +5,7 @@
 // Readers never block the watch for long: a read takes a shared lock and copies pointers only.
 // Objects are never modified in place; a change swaps the pointer, so a reader holding an old
 // snapshot keeps a consistent object.
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <set>
@@ -43,16 +44,32 @@ class ObjectCache {
   // Removes; returns the removed object (null when absent).
   ObjectPointer erase(const ObjectKey& key);
 
+  // Relist support without a second set of keys: mark(key, epoch) tags an entry as seen by the
+  // relist `epoch`; unmarked(epoch) names the entries that relist did not see.
+  void mark(const ObjectKey& key, std::uint32_t epoch);
+  std::vector<ObjectKey> unmarked(std::uint32_t epoch) const;
+
  private:
-  void index_locked(const ObjectKey& key, const kube::Object& object);
-  void unindex_locked(const ObjectKey& key, const kube::Object& object);
-  std::vector<ObjectPointer> resolve_locked(const std::set<ObjectKey>& keys) const;
+  struct Entry {
+    ObjectPointer object;
+    std::uint32_t epoch = 0;
+  };
+  // Indexes point at the keys stored in objects_ (map nodes do not move), which costs a pointer
+  // per index entry instead of a copy of two strings.
+  struct KeyPointerLess {
+    bool operator()(const ObjectKey* left, const ObjectKey* right) const { return *left < *right; }
+  };
+  using KeySet = std::set<const ObjectKey*, KeyPointerLess>;
+
+  void index_locked(const ObjectKey* key, const kube::Object& object);
+  void unindex_locked(const ObjectKey* key, const kube::Object& object);
+  std::vector<ObjectPointer> resolve_locked(const KeySet& keys) const;
 
   CacheOptions options_;
   mutable std::shared_mutex mutex_;
-  std::map<ObjectKey, ObjectPointer> objects_;
-  std::unordered_map<std::string, std::set<ObjectKey>> by_owner_;
-  std::unordered_map<std::string, std::set<ObjectKey>> by_label_;  // "key=value"
+  std::map<ObjectKey, Entry> objects_;
+  std::unordered_map<std::string, KeySet> by_owner_;
+  std::unordered_map<std::string, KeySet> by_label_;  // "key=value"
 };
 
 }  // namespace myop::runtime

@@ -16,6 +16,13 @@ constexpr std::string_view kLastAppliedAnnotation = "kubectl.kubernetes.io/last-
 void strip_for_cache(kube::Object& object) {
   object.erase_managed_fields();
   object.erase_annotation(kLastAppliedAnnotation);
+  // An annotations map left empty still costs a member in every cached copy.
+  if (auto* metadata = kube::find_member(object.json(), "metadata"); metadata && metadata->IsObject()) {
+    if (auto* annotations = kube::find_member(*metadata, "annotations");
+        annotations && annotations->IsObject() && annotations->ObjectEmpty()) {
+      metadata->RemoveMember("annotations");
+    }
+  }
 }
 
 Informer::Informer(std::shared_ptr<kube::WatchSource> source, InformerOptions options)
@@ -70,13 +77,12 @@ void Informer::handle(kube::WatcherEvent event) {
   switch (event.type) {
     case kube::WatcherEventType::InitStart:
       initial_state_open_ = true;
-      listed_.clear();
+      ++list_epoch_;
       return;
     case kube::WatcherEventType::InitApply: {
       if (!event.object) return;
       ObjectPointer object = prepare(std::move(*event.object));
       const ObjectKey key = key_of(*object);
-      listed_.insert(key);
       ObjectPointer previous = cache_.get(key);
       // A list is a complete, consistent state: it wins over a pending write.
       if (auto pending = pending_writes_.find(key); pending != pending_writes_.end()) {
@@ -84,10 +90,12 @@ void Informer::handle(kube::WatcherEvent event) {
         pending_writes_.erase(pending);
         cache_.put(object);
       } else if (previous && previous->resource_version() == object->resource_version()) {
+        cache_.mark(key, list_epoch_);
         return;  // unchanged: keep the snapshot readers already share
       } else {
         cache_.put(object);
       }
+      cache_.mark(key, list_epoch_);
       if (previous && previous->resource_version() == object->resource_version()) return;
       ObjectEvent change(previous ? EventType::updated : EventType::added, object, previous);
       change.initial_list = !synced_;
@@ -97,8 +105,7 @@ void Informer::handle(kube::WatcherEvent event) {
     }
     case kube::WatcherEventType::InitDone: {
       // Whatever the new initial state did not contain was deleted while we were not watching.
-      for (const auto& key : cache_.keys()) {
-        if (listed_.count(key)) continue;
+      for (const auto& key : cache_.unmarked(list_epoch_)) {
         ObjectPointer removed = cache_.erase(key);
         pending_writes_.erase(key);
         if (!removed) continue;
@@ -106,7 +113,6 @@ void Informer::handle(kube::WatcherEvent event) {
         deleted.seen = now;
         emit_locked(std::move(deleted));
       }
-      listed_.clear();
       initial_state_open_ = false;
       if (!synced_) {
         synced_ = true;
@@ -170,6 +176,8 @@ bool Informer::observe_write(const rapidjson::Value& returned_object, std::strin
   pending->second.resource_version = std::string(object->resource_version());
   pending->second.expires = now + options_.pending_write_timeout;
   cache_.put(object);
+  // A relist in progress may predate this write: do not let its end delete what we just wrote.
+  cache_.mark(key, list_epoch_);
   return true;
 }
 

@@ -108,7 +108,7 @@ class Informer final : public Runnable, public EventSource {
   std::mutex mutex_;  // serializes cache changes and event delivery
   std::vector<EventHandler> handlers_;
   bool initial_state_open_ = false;
-  std::set<ObjectKey> listed_;  // keys seen since InitStart
+  std::uint32_t list_epoch_ = 0;  // cache entries seen since InitStart carry it
   std::unordered_map<ObjectKey, PendingWrite, ObjectKeyHash> pending_writes_;
 
   std::mt19937_64 random_{std::random_device{}()};
