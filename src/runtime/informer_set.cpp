@@ -1,0 +1,107 @@
+#include "runtime/informer_set.h"
+
+#include <algorithm>
+
+#include "kube/object.h"
+
+namespace myop::runtime {
+
+InformerSet::InformerSet(std::shared_ptr<kube::Client> client, kube::ResourceType type,
+                         std::vector<std::string> namespaces, InformerOptions options)
+    : name_(options.name), all_namespaces_(namespaces.empty()), namespaces_(std::move(namespaces)) {
+  if (all_namespaces_) {
+    options.namespace_name.clear();
+    informers_.push_back(
+        std::make_shared<Informer>(kube::make_client_watch_source(client, type, ""), options));
+    return;
+  }
+  for (const std::string& namespace_name : namespaces_) {
+    InformerOptions scoped = options;
+    scoped.name = name_ + "/" + namespace_name;
+    scoped.namespace_name = namespace_name;
+    informers_.push_back(
+        std::make_shared<Informer>(kube::make_client_watch_source(client, type, namespace_name), scoped));
+  }
+}
+
+void InformerSet::start() {
+  for (auto& informer : informers_) informer->start();
+}
+
+void InformerSet::stop() {
+  for (auto& informer : informers_) informer->stop();
+}
+
+bool InformerSet::has_synced() const {
+  return std::all_of(informers_.begin(), informers_.end(), [](const auto& informer) { return informer->has_synced(); });
+}
+
+void InformerSet::subscribe(EventHandler handler) {
+  for (auto& informer : informers_) informer->subscribe(handler);
+}
+
+bool InformerSet::in_scope(std::string_view namespace_name) const {
+  return all_namespaces_ || std::find(namespaces_.begin(), namespaces_.end(), namespace_name) != namespaces_.end();
+}
+
+const Informer* InformerSet::informer_for(std::string_view namespace_name) const {
+  if (all_namespaces_) return informers_.front().get();
+  for (std::size_t index = 0; index < namespaces_.size(); ++index) {
+    if (namespaces_[index] == namespace_name) return informers_[index].get();
+  }
+  return nullptr;
+}
+
+Informer* InformerSet::informer_for(std::string_view namespace_name) {
+  return const_cast<Informer*>(std::as_const(*this).informer_for(namespace_name));
+}
+
+ObjectPointer InformerSet::get(const ObjectKey& key) const {
+  const Informer* informer = informer_for(key.namespace_name);
+  return informer ? informer->cache().get(key) : nullptr;
+}
+
+std::vector<ObjectPointer> InformerSet::list() const {
+  std::vector<ObjectPointer> objects;
+  for (const auto& informer : informers_) {
+    auto listed = informer->cache().list();
+    objects.insert(objects.end(), listed.begin(), listed.end());
+  }
+  return objects;
+}
+
+std::vector<ObjectPointer> InformerSet::list_by_controller_owner(std::string_view owner_uid) const {
+  std::vector<ObjectPointer> objects;
+  for (const auto& informer : informers_) {
+    auto listed = informer->cache().list_by_controller_owner(owner_uid);
+    objects.insert(objects.end(), listed.begin(), listed.end());
+  }
+  return objects;
+}
+
+std::vector<ObjectPointer> InformerSet::list_by_label(std::string_view key, std::string_view value) const {
+  std::vector<ObjectPointer> objects;
+  for (const auto& informer : informers_) {
+    auto listed = informer->cache().list_by_label(key, value);
+    objects.insert(objects.end(), listed.begin(), listed.end());
+  }
+  return objects;
+}
+
+std::size_t InformerSet::size() const {
+  std::size_t total = 0;
+  for (const auto& informer : informers_) total += informer->cache().size();
+  return total;
+}
+
+bool InformerSet::observe_write(const rapidjson::Value& returned_object, std::string_view based_on_resource_version) {
+  const std::string_view namespace_name = kube::ObjectView(returned_object).namespace_name();
+  Informer* informer = informer_for(namespace_name);
+  return informer && informer->observe_write(returned_object, based_on_resource_version);
+}
+
+void InformerSet::observe_delete(const ObjectKey& key) {
+  if (Informer* informer = informer_for(key.namespace_name)) informer->observe_delete(key);
+}
+
+}  // namespace myop::runtime

@@ -1,0 +1,55 @@
+#pragma once
+// One kind watched in a set of namespaces: an Informer per namespace, or one Informer for all
+// namespaces when the set is empty. The operator's tenancy (--namespaces) needs it: a team's
+// instance watches only its namespaces and needs no cluster-wide read.
+//
+// It is one Runnable (synced when every informer is) and one EventSource (events of all of them).
+// Reads and read-your-own-writes are routed to the informer of the object's namespace.
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kube/client.h"
+#include "kube/resource.h"
+#include "runtime/informer.h"
+
+namespace myop::runtime {
+
+class InformerSet final : public Runnable, public EventSource {
+ public:
+  // `namespaces` empty: all namespaces. options.name and options.namespace_name are set per informer.
+  InformerSet(std::shared_ptr<kube::Client> client, kube::ResourceType type, std::vector<std::string> namespaces,
+              InformerOptions options);
+
+  std::string name() const override { return name_; }
+  void start() override;
+  void stop() override;
+  bool has_synced() const override;
+  void subscribe(EventHandler handler) override;
+
+  // Null when the object is not cached, or its namespace is out of scope.
+  ObjectPointer get(const ObjectKey& key) const;
+  std::vector<ObjectPointer> list() const;
+  std::vector<ObjectPointer> list_by_controller_owner(std::string_view owner_uid) const;
+  std::vector<ObjectPointer> list_by_label(std::string_view key, std::string_view value) const;
+  std::size_t size() const;
+
+  // Read-your-own-writes, routed by namespace (see Informer::observe_write).
+  bool observe_write(const rapidjson::Value& returned_object, std::string_view based_on_resource_version);
+  void observe_delete(const ObjectKey& key);
+
+  // Whether objects of `namespace_name` are watched.
+  bool in_scope(std::string_view namespace_name) const;
+
+ private:
+  const Informer* informer_for(std::string_view namespace_name) const;
+  Informer* informer_for(std::string_view namespace_name);
+
+  std::string name_;
+  bool all_namespaces_;
+  std::vector<std::string> namespaces_;                 // parallel to informers_
+  std::vector<std::shared_ptr<Informer>> informers_;
+};
+
+}  // namespace myop::runtime
