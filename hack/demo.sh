@@ -7,13 +7,20 @@
 # the sample and waits until it is Ready.
 #   hack/demo.sh [OPERATOR_BINARY]     start (idempotent: restarts the operator)
 #   hack/demo.sh --down                stop the operator and the local control plane
+#   hack/demo.sh --self-test BINARY    start, then stop whatever happened (the test suite runs this)
+# MYOP_DEMO_DIR overrides the state folder (default .cache/demo).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 source "$repo/hack/lib/operator.sh"
-demo=$repo/.cache/demo
+demo=${MYOP_DEMO_DIR:-$repo/.cache/demo}
 namespace=my-operator-system
 mkdir -p "$demo"
 
+if [ "${1:-}" = "--self-test" ]; then
+  trap '"$0" --down' EXIT
+  "$0" "${2:?usage: demo.sh --self-test BINARY}"
+  exit $?
+fi
 if [ "${1:-}" = "--down" ]; then
   [ -f "$demo/operator.pid" ] && stop_operator "$(cat "$demo/operator.pid")" && rm -f "$demo/operator.pid"
   [ -f "$demo/controlplane/instance.env" ] && "$repo/hack/testenv" down --dir "$demo/controlplane"
