@@ -344,3 +344,24 @@ TEST_CASE("a MyResource gone from the cache needs nothing", "[myresource][reconc
   CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::done);
   CHECK(fixture.cluster->writes() == 0);
 }
+
+TEST_CASE("feature flags: a canary switched off per object runs no canary", "[myresource][reconciler]") {
+  Fixture fixture(
+      R"({"image":"reg:5000/app:1.0"})",
+      R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.1","myorg.io/features":"canary=false,bogus=1"})");
+  fixture.reconcile();
+  CHECK(fixture.cluster->deployments.count("web-canary") == 0);
+  CHECK(fixture.condition("Canary").reason == "CanaryDisabled");
+  bool reported = false;
+  for (const auto& event : fixture.cluster->events) {
+    reported = reported || (event.reason == "InvalidFeatureOverride" && event.type == "Warning");
+  }
+  CHECK(reported);
+
+  // The operator-wide flag does the same for every object.
+  Fixture global(R"({"image":"reg:5000/app:1.0"})",
+                 R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.1"})");
+  global.cluster->flags.canary = false;
+  global.reconcile();
+  CHECK(global.cluster->deployments.count("web-canary") == 0);
+}
