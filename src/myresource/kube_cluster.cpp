@@ -2,33 +2,12 @@
 
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
-#include <spdlog/spdlog.h>
-
-#include <cstdio>
-#include <random>
 
 #include "kube/resource.h"
 #include "myresource/types.h"
 
 namespace myop::myresource {
 namespace {
-
-// MicroTime: RFC 3339 with microseconds, as events.k8s.io/v1 eventTime requires.
-std::string micro_time(std::chrono::system_clock::time_point time) {
-  std::string seconds = format_rfc3339(time);  // "...:SSZ"
-  auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(time.time_since_epoch()).count() % 1000000;
-  char fraction[16];
-  std::snprintf(fraction, sizeof fraction, ".%06lld", static_cast<long long>(micros));
-  return seconds.substr(0, seconds.size() - 1) + fraction + "Z";
-}
-
-std::string random_suffix() {
-  thread_local std::mt19937_64 random{std::random_device{}()};
-  char buffer[17];
-  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(random()));
-  return buffer;
-}
 
 kube::PatchOptions apply_options() {
   kube::PatchOptions options;
@@ -40,21 +19,22 @@ kube::PatchOptions apply_options() {
 
 }  // namespace
 
-KubeCluster::KubeCluster(std::shared_ptr<kube::Client> client, std::shared_ptr<runtime::Informer> myresources,
-                         std::shared_ptr<runtime::Informer> deployments, std::function<Features()> features,
-                         KubeClusterOptions options)
+KubeCluster::KubeCluster(std::shared_ptr<kube::Client> client,
+                         std::shared_ptr<runtime::InformerSet> myresources,
+                         std::shared_ptr<runtime::InformerSet> deployments,
+                         std::function<Features()> features, std::shared_ptr<runtime::EventRecorder> recorder)
     : client_(std::move(client)),
       myresources_(std::move(myresources)),
       deployments_(std::move(deployments)),
       features_(std::move(features)),
-      options_(std::move(options)) {}
+      recorder_(std::move(recorder)) {}
 
 ObjectPointer KubeCluster::get_myresource(std::string_view namespace_name, std::string_view name) {
-  return myresources_->cache().get({std::string(namespace_name), std::string(name)});
+  return myresources_->get({std::string(namespace_name), std::string(name)});
 }
 
 ObjectPointer KubeCluster::get_deployment(std::string_view namespace_name, std::string_view name) {
-  return deployments_->cache().get({std::string(namespace_name), std::string(name)});
+  return deployments_->get({std::string(namespace_name), std::string(name)});
 }
 
 Features KubeCluster::features() { return features_ ? features_() : Features{}; }
@@ -121,52 +101,16 @@ kube::Result<void> KubeCluster::apply_myresource_status(const kube::Object& body
 
 void KubeCluster::record_event(const EventSubject& subject, std::string_view type, std::string_view reason,
                                std::string_view action, std::string_view message) {
-  std::string note(message.substr(0, 1024));  // the API server refuses longer notes
-  {
-    std::string key = subject.uid + "\n" + std::string(type) + "\n" + std::string(reason) + "\n" + note;
-    auto now = std::chrono::steady_clock::now();
-    std::lock_guard lock(events_mutex_);
-    auto found = recent_events_.find(key);
-    if (found != recent_events_.end() && now - found->second < options_.event_dedup_window) return;
-    recent_events_[key] = now;
-    if (recent_events_.size() > 10000) recent_events_.clear();  // bounded memory; worst case a repeat
-  }
-
-  kube::Object event(2048);
-  auto& allocator = event.allocator();
-  auto text = [&](std::string_view value) {
-    return kube::JsonValue(value.data(), static_cast<rapidjson::SizeType>(value.size()), allocator);
-  };
-  kube::JsonValue& root = event.json();
-  root.AddMember("apiVersion", "events.k8s.io/v1", allocator);
-  root.AddMember("kind", "Event", allocator);
-  kube::JsonValue metadata(rapidjson::kObjectType);
-  metadata.AddMember("name", text(subject.name + "." + random_suffix()), allocator);
-  metadata.AddMember("namespace", text(subject.namespace_name), allocator);
-  root.AddMember("metadata", metadata, allocator);
-  root.AddMember("eventTime", text(micro_time(std::chrono::system_clock::now())), allocator);
-  root.AddMember("reportingController", text(options_.reporting_controller), allocator);
-  root.AddMember("reportingInstance",
-                 text(options_.reporting_instance.empty() ? "my-operator" : options_.reporting_instance),
-                 allocator);
-  root.AddMember("action", text(action), allocator);
-  root.AddMember("reason", text(reason), allocator);
-  root.AddMember("type", text(type), allocator);
-  root.AddMember("note", text(note), allocator);
-  kube::JsonValue regarding(rapidjson::kObjectType);
-  regarding.AddMember("apiVersion", text(subject.api_version), allocator);
-  regarding.AddMember("kind", text(subject.kind), allocator);
-  regarding.AddMember("namespace", text(subject.namespace_name), allocator);
-  regarding.AddMember("name", text(subject.name), allocator);
-  regarding.AddMember("uid", text(subject.uid), allocator);
-  root.AddMember("regarding", regarding, allocator);
-
-  auto created = client_->create(kube::resources::events(), subject.namespace_name, event.json());
-  if (!created) {
-    // Events are best effort: a lost event must never fail a reconcile.
-    spdlog::warn("event {} {} for {}/{} not recorded: {}", type, reason, subject.namespace_name, subject.name,
-                 created.error().to_string());
-  }
+  if (!recorder_) return;
+  runtime::EventSubject regarding;
+  regarding.api_version = subject.api_version;
+  regarding.kind = subject.kind;
+  regarding.namespace_name = subject.namespace_name;
+  regarding.name = subject.name;
+  regarding.uid = subject.uid;
+  recorder_->record(regarding,
+                    type == "Warning" ? runtime::EventSeverity::warning : runtime::EventSeverity::normal,
+                    std::string(reason), std::string(action), std::string(message));
 }
 
 }  // namespace myop::myresource

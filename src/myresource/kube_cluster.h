@@ -3,31 +3,22 @@
 // reconcile does not act on a stale object and write again.
 #pragma once
 
-#include <chrono>
 #include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
-#include <string>
 
 #include "kube/client.h"
 #include "myresource/cluster.h"
-#include "runtime/informer.h"
+#include "runtime/event_recorder.h"
+#include "runtime/informer_set.h"
 
 namespace myop::myresource {
 
-struct KubeClusterOptions {
-  std::string reporting_controller = "myorg.io/my-operator";
-  std::string reporting_instance;  // the pod name, for events
-  // An identical event (same object, type, reason, message) within this window is not sent again.
-  std::chrono::seconds event_dedup_window = std::chrono::minutes(10);
-};
-
 class KubeCluster final : public Cluster {
  public:
-  KubeCluster(std::shared_ptr<kube::Client> client, std::shared_ptr<runtime::Informer> myresources,
-              std::shared_ptr<runtime::Informer> deployments, std::function<Features()> features,
-              KubeClusterOptions options);
+  // Events go through the runtime's recorder (queued, rate-limited, repeats folded into a series).
+  KubeCluster(std::shared_ptr<kube::Client> client, std::shared_ptr<runtime::InformerSet> myresources,
+              std::shared_ptr<runtime::InformerSet> deployments, std::function<Features()> features,
+              std::shared_ptr<runtime::EventRecorder> recorder);
 
   ObjectPointer get_myresource(std::string_view namespace_name, std::string_view name) override;
   ObjectPointer get_deployment(std::string_view namespace_name, std::string_view name) override;
@@ -49,13 +40,10 @@ class KubeCluster final : public Cluster {
 
  private:
   std::shared_ptr<kube::Client> client_;
-  std::shared_ptr<runtime::Informer> myresources_;
-  std::shared_ptr<runtime::Informer> deployments_;
+  std::shared_ptr<runtime::InformerSet> myresources_;
+  std::shared_ptr<runtime::InformerSet> deployments_;
   std::function<Features()> features_;
-  KubeClusterOptions options_;
-
-  std::mutex events_mutex_;
-  std::map<std::string, std::chrono::steady_clock::time_point> recent_events_;
+  std::shared_ptr<runtime::EventRecorder> recorder_;
 };
 
 }  // namespace myop::myresource
