@@ -6,7 +6,10 @@
 // canary is deleted (Canary=False/CanaryPromoted). A canary not Available within
 // spec.canary.progressDeadlineSeconds is scaled to 0 and kept so the failure stays visible, the stable
 // Deployment untouched (Canary=False/CanaryFailed plus a Warning event); it stays failed until the
-// target changes. Removing the annotation deletes the canary and the condition.
+// target changes. "Not Available" is either the canary Deployment's own ProgressDeadlineExceeded
+// (its deadline is set to ours, and restarts with each rollout) or, as a backstop, no replica
+// available once our clock (started when this image was first planned) passes the deadline.
+// Removing the annotation deletes the canary and the condition.
 //
 // The caller does not call this while spec.paused or while the MyResource is being deleted.
 #pragma once
