@@ -12,8 +12,9 @@ using namespace myop::packaging;
 namespace {
 
 bool can(const std::string& who, const std::string& request) {
-  const auto result = testenv::kubectl("auth can-i " + request + " " + who);
-  return trimmed(result.output) == "yes";
+  // The answer is the last line (kubectl may print warnings before it).
+  const std::string output = trimmed(testenv::kubectl("auth can-i " + request + " " + who).output);
+  return output.substr(output.find_last_of('\n') + 1) == "yes";
 }
 
 std::string unique_name(const std::string& prefix) {
@@ -32,6 +33,11 @@ TEST_CASE("packaging: the installed chart's RBAC is exactly what the operator, t
   const std::string release = "pkg-install";
   const std::string values = " --set crds.install=false --set replicaCount=1 --set tenants[0].name=" + tenant +
                              " --set tenants[0].group=" + tenant + "-developers";
+  // The release leaves the CRD out (crds.install=false); kubectl needs it to resolve the
+  // myresources resource it asks about.
+  testenv::kubectl_or_fail("apply --server-side --force-conflicts -f " + testenv::source_dir() +
+                           "/config/crd/myorg.io_myresources.yaml");
+  testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
   ReleaseGuard guard(release, ns, {tenant});
   {
     const auto installed = helm("install " + release + " " + shell_quote(testenv::source_dir() + "/charts/my-operator") +

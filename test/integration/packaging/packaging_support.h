@@ -103,25 +103,20 @@ inline void install_argocd_crds() {
                {"applications.argoproj.io", "applicationsets.argoproj.io", "appprojects.argoproj.io"});
 }
 
-// A namespace with a fixed name (the manifests name it), created when missing and deleted
-// again by the guard only if this guard created it.
+// A namespace with a fixed name (the manifests name it), created when missing and left in
+// place afterwards (deleting it would leave it Terminating for the next test). Waits for a
+// namespace still being deleted by someone else to be gone first.
 class FixedNamespace {
  public:
-  explicit FixedNamespace(std::string name) : name_(std::move(name)) {
-    if (!testenv::kubectl("get namespace " + name_).ok()) {
-      testenv::kubectl_or_fail("create namespace " + name_);
-      created_ = true;
+  explicit FixedNamespace(const std::string& name) {
+    for (int attempt = 0; attempt < 300; ++attempt) {
+      const auto phase = testenv::kubectl("get namespace " + name + " -o jsonpath='{.status.phase}'");
+      if (phase.ok() && trimmed(phase.output) == "Active") return;
+      if (!phase.ok() && testenv::kubectl("create namespace " + name).ok()) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
+    FAIL("namespace " << name << " did not become Active within 60 s");
   }
-  ~FixedNamespace() {
-    if (created_) testenv::kubectl("delete namespace " + name_ + " --wait=false");
-  }
-  FixedNamespace(const FixedNamespace&) = delete;
-  FixedNamespace& operator=(const FixedNamespace&) = delete;
-
- private:
-  std::string name_;
-  bool created_ = false;
 };
 
 // A Helm release the test installs: uninstalled when the guard goes away, even when a
