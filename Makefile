@@ -4,7 +4,8 @@ BUILD_TYPE ?= RelWithDebInfo
 CTEST_ARGS ?=
 JOBS ?= $(shell nproc)
 NAMESPACE ?= my-operator-system
-HELM = $(shell hack/build-tools.sh --print-bin-dir helm)/helm
+# Evaluated in the recipes that use it only (it may build helm).
+HELM = "$$(hack/build-tools.sh --print-bin-dir helm)/helm"
 
 .PHONY: all deps tools configure build test unit-test integration-test e2e run demo demo-down \
         deploy undeploy helm-lint bench fuzz sbom scan testenv-up testenv-down fmt lint clean
@@ -69,7 +70,7 @@ sbom: build tools
 	hack/sbom.sh $(BUILD_DIR)/my-operator
 
 scan: sbom
-	hack/scan.sh
+	hack/scan.sh $(BUILD_DIR)/sbom/my-operator.spdx.json
 
 # A control plane for a person: prints the KUBECONFIG to use.
 testenv-up: tools

@@ -8,6 +8,7 @@
 
 using namespace myop;
 using namespace myop::myresource;
+using myop::myresource::testing::parse_json;
 
 namespace {
 
