@@ -59,9 +59,10 @@ undeploy: tools
 helm-lint: tools
 	$(HELM) lint --strict charts/my-operator
 
-# Benchmarks (never part of `make test`); see bench/README.md.
+# Benchmarks, never part of `make test` (bench/README.md). BENCH_ARGS="--n 50 --idle-seconds 30" for a quick look.
+BENCH_ARGS ?=
 bench: tools build
-	bench/run
+	bench/run $(BENCH_ARGS)
 
 fuzz:
 	hack/fuzz.sh
