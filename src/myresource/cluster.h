@@ -12,19 +12,14 @@
 #include "kube/errors.h"
 #include "kube/object.h"
 #include "myresource/features.h"
+#include "runtime/event_recorder.h"
 
 namespace myop::myresource {
 
 using ObjectPointer = std::shared_ptr<const kube::Object>;
 
-// The object an event is about.
-struct EventSubject {
-  std::string api_version;
-  std::string kind;
-  std::string namespace_name;
-  std::string name;
-  std::string uid;
-};
+// The object an event is about: the runtime recorder's own type, so no conversion is needed.
+using EventSubject = runtime::EventSubject;
 
 class Cluster {
  public:

@@ -102,13 +102,7 @@ kube::Result<void> KubeCluster::apply_myresource_status(const kube::Object& body
 void KubeCluster::record_event(const EventSubject& subject, std::string_view type, std::string_view reason,
                                std::string_view action, std::string_view message) {
   if (!recorder_) return;
-  runtime::EventSubject regarding;
-  regarding.api_version = subject.api_version;
-  regarding.kind = subject.kind;
-  regarding.namespace_name = subject.namespace_name;
-  regarding.name = subject.name;
-  regarding.uid = subject.uid;
-  recorder_->record(regarding,
+  recorder_->record(subject,
                     type == "Warning" ? runtime::EventSeverity::warning : runtime::EventSeverity::normal,
                     std::string(reason), std::string(action), std::string(message));
 }
