@@ -39,4 +39,46 @@ if grep -qi 'forbidden' "$work/operator.log"; then
   echo "e2e: the operator was denied a request (see $work/operator.log): its RBAC is not enough" >&2
   status=1
 fi
+
+# Steady state and restart cost no writes, and nothing the operator asked for was denied: counted
+# by the API server's audit log (the control plane of the test run writes one).
+audit_log=$(dirname "$admin_kubeconfig")/audit.log
+operator_user=system:serviceaccount:$namespace:my-operator
+audit=("$repo/hack/lib/audit.py")
+if [ ! -f "$audit_log" ]; then
+  echo "e2e: NOT CHECKED: zero writes and no 403 (the cluster of KUBECONFIG has no audit log here)" >&2
+  exit $status
+fi
+steady_namespace=e2e-steady-$$
+"${kubectl[@]}" create namespace "$steady_namespace" >/dev/null
+cat <<MANIFEST | "${kubectl[@]}" apply -n "$steady_namespace" -f - >/dev/null
+apiVersion: myorg.io/v1alpha1
+kind: MyResource
+metadata: {name: steady}
+spec: {image: "registry.example/team/steady:1.0.0", replicas: 2}
+MANIFEST
+"${kubectl[@]}" wait -n "$steady_namespace" --for=condition=Ready myresource/steady --timeout=120s >/dev/null
+sleep 5  # the last status and event writes of the rollout settle
+offset=$("${audit[@]}" lines "$audit_log")
+sleep 15
+stop_operator "$OPERATOR_PID"
+start_operator "$operator" "$work/operator.kubeconfig" "$namespace" "$work/operator-restarted.log"
+sleep 15
+if ! "${audit[@]}" writes "$audit_log" "$operator_user" "$offset" > "$work/steady-writes.txt"; then
+  echo "e2e: the operator wrote in a steady cluster (15 s idle, a restart, 15 s idle):" >&2
+  cat "$work/steady-writes.txt" >&2
+  status=1
+else
+  echo "e2e: steady state and restart: 0 writes by $operator_user (audit log)"
+fi
+if ! "${audit[@]}" denied "$audit_log" "$operator_user" > "$work/denied.txt"; then
+  echo "e2e: requests of $operator_user were denied (403):" >&2
+  cat "$work/denied.txt" >&2
+  status=1
+else
+  echo "e2e: no request of $operator_user was denied (audit log)"
+fi
+# The finalizer needs the running operator: delete the object before the namespace.
+"${kubectl[@]}" delete -n "$steady_namespace" myresource/steady --timeout=60s >/dev/null || status=1
+"${kubectl[@]}" delete namespace "$steady_namespace" --wait=false >/dev/null
 exit $status
