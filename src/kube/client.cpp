@@ -153,17 +153,24 @@ Result<rapidjson::Document> Client::list_all(const ResourceType& type, std::stri
   return result;
 }
 
-Result<rapidjson::Document> Client::create(const ResourceType& type, std::string_view namespace_name,
-                                           const rapidjson::Value& object, const WriteOptions& options,
-                                           std::stop_token stop) {
+// POST or PUT of a whole object as JSON, with the field manager and dry-run query parameters.
+Result<rapidjson::Document> Client::write_json(std::string_view method, std::string path,
+                                               const rapidjson::Value& object, const WriteOptions& options,
+                                               std::stop_token stop) {
   Request request;
-  request.method = "POST";
-  request.path = collection_path(type, namespace_name);
+  request.method = std::string(method);
+  request.path = std::move(path);
   request.body = to_json(object);
   request.content_type = "application/json";
   add_write_query(request.query, options.field_manager.empty() ? default_field_manager_ : options.field_manager,
                   options.dry_run);
   return request_json(request, stop);
+}
+
+Result<rapidjson::Document> Client::create(const ResourceType& type, std::string_view namespace_name,
+                                           const rapidjson::Value& object, const WriteOptions& options,
+                                           std::stop_token stop) {
+  return write_json("POST", collection_path(type, namespace_name), object, options, stop);
 }
 
 Result<rapidjson::Document> Client::update(const ResourceType& type, std::string_view namespace_name,
@@ -171,14 +178,7 @@ Result<rapidjson::Document> Client::update(const ResourceType& type, std::string
                                            std::stop_token stop) {
   const std::string_view name = ObjectView(object).name();
   if (name.empty()) return missing_name("update");
-  Request request;
-  request.method = "PUT";
-  request.path = object_path(type, namespace_name, name);
-  request.body = to_json(object);
-  request.content_type = "application/json";
-  add_write_query(request.query, options.field_manager.empty() ? default_field_manager_ : options.field_manager,
-                  options.dry_run);
-  return request_json(request, stop);
+  return write_json("PUT", object_path(type, namespace_name, name), object, options, stop);
 }
 
 Result<rapidjson::Document> Client::update_status(const ResourceType& type, std::string_view namespace_name,
@@ -186,14 +186,7 @@ Result<rapidjson::Document> Client::update_status(const ResourceType& type, std:
                                                   std::stop_token stop) {
   const std::string_view name = ObjectView(object).name();
   if (name.empty()) return missing_name("update_status");
-  Request request;
-  request.method = "PUT";
-  request.path = object_path(type, namespace_name, name, "status");
-  request.body = to_json(object);
-  request.content_type = "application/json";
-  add_write_query(request.query, options.field_manager.empty() ? default_field_manager_ : options.field_manager,
-                  options.dry_run);
-  return request_json(request, stop);
+  return write_json("PUT", object_path(type, namespace_name, name, "status"), object, options, stop);
 }
 
 Result<rapidjson::Document> Client::patch(const ResourceType& type, std::string_view namespace_name,

@@ -146,6 +146,9 @@ class Client {
   const std::string& default_field_manager() const { return default_field_manager_; }
 
  private:
+  Result<rapidjson::Document> write_json(std::string_view method, std::string path, const rapidjson::Value& object,
+                                         const WriteOptions& options, std::stop_token stop);
+
   std::shared_ptr<Transport> transport_;
   std::string default_field_manager_;
 };
