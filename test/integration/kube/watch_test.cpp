@@ -324,7 +324,9 @@ TEST_CASE("the watcher builds the initial state and follows changes", "[kube][wa
   delete_config_map(*client, ns.name(), "before-0");
   REQUIRE(state.wait_for(
       [](const WatchedState& s) { return s.deletes_ == 1 && s.objects_.count("live") == 1; }, 30s));
-  REQUIRE(state.wait_for([](const WatchedState& s) { return s.bookmarks_ >= 1; }, 30s));
+  // After a paginated LIST the first bookmark comes with the API server's periodic bookmarks (about
+  // one a minute, jittered), not at once as the WatchList initial-events-end bookmark does.
+  REQUIRE(state.wait_for([](const WatchedState& s) { return s.bookmarks_ >= 1; }, 120s));
   CHECK(converges_to_fresh_list(state, *client, ns.name(), 30s));
   // Through at least one server-side timeout the watcher resumes without relisting.
   std::this_thread::sleep_for(9s);
