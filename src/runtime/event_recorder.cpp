@@ -1,5 +1,7 @@
 #include "runtime/event_recorder.h"
 
+#include <optional>
+
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -193,18 +195,17 @@ void EventRecorder::flush_series(bool all) {
   }
 }
 
+std::optional<EventRecorder::Pending> EventRecorder::take_queued() {
+  std::lock_guard lock(mutex_);
+  if (queue_.empty()) return std::nullopt;
+  Pending pending = std::move(queue_.front());
+  queue_.pop_front();
+  return pending;
+}
+
 void EventRecorder::flush() {
   std::lock_guard work(work_mutex_);
-  while (true) {
-    Pending pending;
-    {
-      std::lock_guard lock(mutex_);
-      if (queue_.empty()) break;
-      pending = std::move(queue_.front());
-      queue_.pop_front();
-    }
-    post(pending);
-  }
+  while (auto pending = take_queued()) post(*pending);
   flush_series(true);
 }
 
@@ -218,14 +219,9 @@ void EventRecorder::run(std::stop_token stop) {
     if (stop.stop_requested()) break;
     std::lock_guard work(work_mutex_);
     while (!stop.stop_requested()) {
-      Pending pending;
-      {
-        std::lock_guard lock(mutex_);
-        if (queue_.empty()) break;
-        pending = std::move(queue_.front());
-        queue_.pop_front();
-      }
-      post(pending);
+      auto pending = take_queued();
+      if (!pending) break;
+      post(*pending);
     }
     flush_series(false);
     std::size_t dropped;

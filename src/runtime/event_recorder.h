@@ -12,6 +12,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -82,6 +83,8 @@ class EventRecorder {
   };
 
   void run(std::stop_token stop);
+  // The oldest queued event, taken off the queue; nullopt when it is empty.
+  std::optional<Pending> take_queued();
   void post(const Pending& pending);
   void flush_series(bool all);
   bool take_token();
