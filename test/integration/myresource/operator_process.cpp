@@ -1,0 +1,309 @@
+#include "myresource/operator_process.h"
+
+#include <catch2/catch.hpp>
+
+#include <netinet/in.h>
+#include <rapidjson/document.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <deque>
+#include <fcntl.h>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <thread>
+
+#include "support/testenv.h"
+
+namespace myop::testing {
+namespace {
+
+unsigned short free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    if (fd >= 0) ::close(fd);
+    FAIL("cannot find a free loopback port");
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
+
+std::string binding_name(const std::string& user) { return "myop-test-" + user; }
+
+std::string string_member(const rapidjson::Value& object, const char* name) {
+  if (!object.IsObject()) return {};
+  auto member = object.FindMember(name);
+  return member != object.MemberEnd() && member->value.IsString() ? member->value.GetString() : std::string();
+}
+
+bool is_write(const std::string& verb) {
+  return verb == "create" || verb == "update" || verb == "patch" || verb == "delete" || verb == "deletecollection";
+}
+
+// The CRD, its annotations policy and config/rbac's ClusterRole, as a user installs them first.
+void install_prerequisites() {
+  static bool installed = false;
+  if (installed) return;
+  const std::string config = testenv::source_dir() + "/config";
+  testenv::kubectl_or_fail("apply --server-side --force-conflicts -f " + config + "/crd/myorg.io_myresources.yaml -f " +
+                           config + "/crd/myresources-annotations-policy.yaml -f " + config + "/rbac/role.yaml");
+  testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
+  installed = true;
+}
+
+}  // namespace
+
+OperatorProcess::OperatorProcess(OperatorOptions options) : options_(std::move(options)) {
+  REQUIRE(!options_.user.empty());
+  install_prerequisites();
+  kubeconfig_ = testenv::kubeconfig_for_user(options_.user);
+  log_path_ = testenv::binary_dir() + "/testenv/operator-" + options_.user + ".log";
+  std::remove(log_path_.c_str());
+  const std::string binding = binding_name(options_.user);
+  testenv::kubectl("delete clusterrolebinding " + binding + " --ignore-not-found");
+  testenv::kubectl_or_fail("create clusterrolebinding " + binding + " --clusterrole my-operator-manager --user " +
+                           options_.user);
+  if (!options_.pod_namespace.empty()) {
+    // config/rbac's leader-election Role (the Lease and the feature-flag ConfigMap), in the
+    // operator's namespace, as the chart installs it in the release namespace.
+    std::ifstream file(testenv::source_dir() + "/config/rbac/leader_election_role.yaml");
+    std::string role((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+    const std::string from = "namespace: my-operator-system";
+    const auto at = role.find(from);
+    REQUIRE(at != std::string::npos);
+    role.replace(at, from.size(), "namespace: " + options_.pod_namespace);
+    auto applied = testenv::kubectl_apply(role);
+    if (!applied.ok()) FAIL("cannot apply the leader-election Role: " << applied.output);
+    testenv::kubectl_or_fail("create rolebinding " + binding + " -n " + options_.pod_namespace +
+                             " --role my-operator-leader-election --user " + options_.user);
+  }
+}
+
+OperatorProcess::~OperatorProcess() {
+  stop();
+  testenv::kubectl("delete clusterrolebinding " + binding_name(options_.user) + " --ignore-not-found");
+}
+
+void OperatorProcess::start() {
+  REQUIRE(pid_ < 0);
+  probe_port_ = free_port();
+  metrics_port_ = free_port();
+  std::vector<std::string> arguments = {
+      testenv::binary_dir() + "/my-operator",
+      "--kubeconfig", kubeconfig_,
+      "--health-probe-bind-address", "127.0.0.1:" + std::to_string(probe_port_),
+      "--metrics-bind-address", "127.0.0.1:" + std::to_string(metrics_port_),
+      "--log-format", "text",
+  };
+  std::string namespaces;
+  for (const auto& name : options_.namespaces) namespaces += (namespaces.empty() ? "" : ",") + name;
+  if (!namespaces.empty()) {
+    arguments.push_back("--namespaces");
+    arguments.push_back(namespaces);
+  }
+  arguments.insert(arguments.end(), options_.extra_args.begin(), options_.extra_args.end());
+
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::setsid();
+    int log = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int null = ::open("/dev/null", O_RDONLY);
+    if (log < 0 || null < 0) ::_exit(127);
+    ::dup2(null, 0);
+    ::dup2(log, 1);
+    ::dup2(log, 2);
+    if (!options_.pod_namespace.empty()) ::setenv("POD_NAMESPACE", options_.pod_namespace.c_str(), 1);
+    std::vector<char*> argv;
+    for (auto& argument : arguments) argv.push_back(argument.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  pid_ = child;
+  const std::string probe = "curl -sf -o /dev/null http://127.0.0.1:" + std::to_string(probe_port_) + "/readyz";
+  const bool ready = eventually(
+      [&] {
+        if (!running()) return true;  // reported below
+        return testenv::run(probe).ok();
+      },
+      std::chrono::seconds(60));
+  if (!running()) FAIL("my-operator exited during start-up; its log:\n" << log_tail());
+  if (!ready) FAIL("my-operator not ready after 60 s; its log:\n" << log_tail());
+}
+
+bool OperatorProcess::running() {
+  if (pid_ < 0) return false;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+void OperatorProcess::stop() {
+  if (!running()) return;
+  ::kill(pid_, SIGTERM);
+  for (int attempt = 0; attempt < 300; ++attempt) {
+    if (!running()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  WARN("my-operator still running 30 s after SIGTERM; killing it");
+  kill();
+}
+
+void OperatorProcess::kill() {
+  if (!running()) return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+std::string OperatorProcess::metrics() const {
+  auto result = testenv::run("curl -sf http://127.0.0.1:" + std::to_string(metrics_port_) + "/metrics");
+  return result.ok() ? result.output : std::string();
+}
+
+double OperatorProcess::metric(const std::string& sample) const {
+  std::istringstream lines(metrics());
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.size() > sample.size() && line.compare(0, sample.size(), sample) == 0 && line[sample.size()] == ' ')
+      return std::strtod(line.c_str() + sample.size() + 1, nullptr);
+  }
+  return -1;
+}
+
+std::string OperatorProcess::log_tail(std::size_t lines) const {
+  std::ifstream file(log_path_);
+  std::deque<std::string> last;
+  std::string line;
+  while (std::getline(file, line)) {
+    last.push_back(line);
+    if (last.size() > lines) last.pop_front();
+  }
+  std::string text;
+  for (const auto& kept : last) text += kept + "\n";
+  return text;
+}
+
+std::string AuditEntry::describe() const {
+  return verb + " " + resource + (subresource.empty() ? "" : "/" + subresource) + " " + namespace_ + "/" + name +
+         " -> " + std::to_string(code);
+}
+
+std::size_t audit_mark() {
+  std::ifstream log(testenv::audit_log_path());
+  std::size_t lines = 0;
+  std::string line;
+  while (std::getline(log, line)) ++lines;
+  return lines;
+}
+
+std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark) {
+  std::ifstream log(testenv::audit_log_path());
+  if (!log) FAIL("no audit log at " << testenv::audit_log_path() << " (the control plane must run with --audit)");
+  std::vector<AuditEntry> entries;
+  std::string line;
+  for (std::size_t number = 0; std::getline(log, line); ++number) {
+    if (number < mark || line.find(user) == std::string::npos) continue;
+    rapidjson::Document entry;
+    if (entry.Parse(line.c_str()).HasParseError() || !entry.IsObject()) continue;
+    if (string_member(entry, "stage") != "ResponseComplete") continue;
+    auto found_user = entry.FindMember("user");
+    if (found_user == entry.MemberEnd() || string_member(found_user->value, "username") != user) continue;
+    AuditEntry result;
+    result.verb = string_member(entry, "verb");
+    if (auto ref = entry.FindMember("objectRef"); ref != entry.MemberEnd()) {
+      result.resource = string_member(ref->value, "resource");
+      result.subresource = string_member(ref->value, "subresource");
+      result.namespace_ = string_member(ref->value, "namespace");
+      result.name = string_member(ref->value, "name");
+    }
+    if (auto status = entry.FindMember("responseStatus");
+        status != entry.MemberEnd() && status->value.IsObject() && status->value.HasMember("code") &&
+        status->value["code"].IsInt())
+      result.code = status->value["code"].GetInt();
+    entries.push_back(std::move(result));
+  }
+  return entries;
+}
+
+std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark) {
+  std::vector<AuditEntry> writes;
+  for (auto& entry : audit_entries(user, mark)) {
+    if (is_write(entry.verb) && entry.resource != "events" && entry.resource != "leases")
+      writes.push_back(std::move(entry));
+  }
+  return writes;
+}
+
+std::string describe(const std::vector<AuditEntry>& entries) {
+  std::string text;
+  for (const auto& entry : entries) text += "  " + entry.describe() + "\n";
+  return text.empty() ? "  (none)\n" : text;
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (true) {
+    if (condition()) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+std::string jsonpath(const std::string& resource, const std::string& namespace_, const std::string& name,
+                     const std::string& path) {
+  auto result = testenv::kubectl("get " + resource + " " + name + " -n " + namespace_ + " -o jsonpath='" + path + "'");
+  if (!result.ok()) return {};
+  // kubectl 1.32 against a newer API server prints a version-skew warning on stderr, which
+  // run() folds into the output; keep only the last line.
+  std::string output = result.output;
+  while (!output.empty() && output.back() == '\n') output.pop_back();
+  if (auto newline = output.rfind('\n'); newline != std::string::npos && output.find("WARNING") != std::string::npos)
+    output = output.substr(newline + 1);
+  return output;
+}
+
+std::string myresource_manifest(const std::string& namespace_, const std::string& name, const std::string& image,
+                                int replicas, const std::string& extra_spec, const std::string& annotations) {
+  std::string manifest = "apiVersion: myorg.io/v1alpha1\nkind: MyResource\nmetadata:\n  name: " + name +
+                         "\n  namespace: " + namespace_ + "\n";
+  if (!annotations.empty()) manifest += "  annotations:\n" + annotations;
+  manifest += "spec:\n  image: " + image + "\n  replicas: " + std::to_string(replicas) + "\n" + extra_spec;
+  return manifest;
+}
+
+bool myresource_ready(const std::string& namespace_, const std::string& name) {
+  const std::string line =
+      jsonpath("myresource", namespace_, name,
+               "{.metadata.generation} {.status.observedGeneration} {.status.conditions[?(@.type==\"Ready\")].status}");
+  std::istringstream fields(line);
+  std::string generation, observed, ready;
+  fields >> generation >> observed >> ready;
+  return !generation.empty() && generation == observed && ready == "True";
+}
+
+std::string condition_reason(const std::string& namespace_, const std::string& name, const std::string& type) {
+  return jsonpath("myresource", namespace_, name, "{.status.conditions[?(@.type==\"" + type + "\")].reason}");
+}
+
+std::string condition_status(const std::string& namespace_, const std::string& name, const std::string& type) {
+  return jsonpath("myresource", namespace_, name, "{.status.conditions[?(@.type==\"" + type + "\")].status}");
+}
+
+}  // namespace myop::testing

@@ -1,0 +1,102 @@
+// The operator as a user runs it, for the MyResource integration tests: the built my-operator
+// binary, started as a process of its own against the real control plane, under a
+// client-certificate user of its own that holds only config/rbac's ClusterRole. Because the user
+// is the test's own, the API server's audit log counts exactly this operator's requests.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace myop::testing {
+
+struct OperatorOptions {
+  // The client-certificate user the operator runs as (unique per test, so the audit log can tell
+  // its requests apart). config/rbac's ClusterRole my-operator-manager is bound to it.
+  std::string user;
+  // --namespaces; tests keep their operator inside their own namespaces.
+  std::vector<std::string> namespaces;
+  // POD_NAMESPACE: where the feature-flag ConfigMap is read from.
+  std::string pod_namespace;
+  // Flags added after the defaults (e.g. "--resync-period", "30s").
+  std::vector<std::string> extra_args;
+};
+
+class OperatorProcess {
+ public:
+  // Grants the RBAC and writes the user's kubeconfig; does not start the process.
+  explicit OperatorProcess(OperatorOptions options);
+  ~OperatorProcess();  // stop(), and removes the ClusterRoleBinding
+  OperatorProcess(const OperatorProcess&) = delete;
+  OperatorProcess& operator=(const OperatorProcess&) = delete;
+
+  // Starts the binary and waits (60 s) until /readyz answers 200; FAILs with the log otherwise.
+  void start();
+  // SIGTERM, then SIGKILL after 30 s; waits for the exit. No-op when not running.
+  void stop();
+  // SIGKILL at once, as a crash or an evicted pod would end it.
+  void kill();
+  bool running();
+
+  // The metrics text (GET /metrics); "" when it cannot be read.
+  std::string metrics() const;
+  // The value of one sample line of /metrics, e.g. `myoperator_orphans_total{action="deleted"}`;
+  // -1 when the line is absent.
+  double metric(const std::string& sample) const;
+  // The last lines of the operator's log (all starts, appended).
+  std::string log_tail(std::size_t lines = 60) const;
+  const std::string& user() const { return options_.user; }
+  const std::string& log_path() const { return log_path_; }
+
+ private:
+  OperatorOptions options_;
+  std::string kubeconfig_;
+  std::string log_path_;
+  pid_t pid_ = -1;
+  unsigned short probe_port_ = 0;
+  unsigned short metrics_port_ = 0;
+};
+
+// One request of the API server's audit log (stage ResponseComplete).
+struct AuditEntry {
+  std::string verb;         // get, list, watch, create, update, patch, delete, ...
+  std::string resource;     // deployments, myresources, ...
+  std::string subresource;  // status, ...
+  std::string namespace_;
+  std::string name;
+  int code = 0;
+  std::string describe() const;
+};
+
+// The audit log's current length, to count only what follows.
+std::size_t audit_mark();
+// `user`'s requests logged after `mark`. The log is written before the response is sent
+// (blocking mode), so a request the test has seen answered is in it.
+std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark = 0);
+// The writes among them (create, update, patch, delete, deletecollection), Events and Leases
+// excepted: those are the operator's report and heartbeat, not changes to the cluster.
+std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark = 0);
+std::string describe(const std::vector<AuditEntry>& entries);
+
+// Polls `condition` every 200 ms until it holds or `timeout` passes; returns whether it held.
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
+
+// `kubectl get <resource> <name> -n <namespace> -o jsonpath=<path>`; "" when it fails.
+std::string jsonpath(const std::string& resource, const std::string& namespace_, const std::string& name,
+                     const std::string& path);
+
+// A MyResource manifest with the given spec fields (YAML lines under `spec:`, indented by 2).
+std::string myresource_manifest(const std::string& namespace_, const std::string& name, const std::string& image,
+                                int replicas = 1, const std::string& extra_spec = "",
+                                const std::string& annotations = "");
+
+// Whether the MyResource is Ready=True with status.observedGeneration == metadata.generation.
+bool myresource_ready(const std::string& namespace_, const std::string& name);
+// The reason of one of its conditions ("" when absent).
+std::string condition_reason(const std::string& namespace_, const std::string& name, const std::string& type);
+std::string condition_status(const std::string& namespace_, const std::string& name, const std::string& type);
+
+}  // namespace myop::testing
