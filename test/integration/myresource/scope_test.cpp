@@ -24,8 +24,10 @@ bool watched_type(const AuditEntry& entry) {
 
 }  // namespace
 
-TEST_CASE("namespace scope: --namespaces A,B reconciles A and B and never touches C; without it C is reconciled too",
-          "[myresource][operator][scope]") {
+TEST_CASE(
+    "namespace scope: --namespaces A,B reconciles A and B and never touches C; without it C is reconciled "
+    "too",
+    "[myresource][operator][scope]") {
   if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane and its audit log");
   testenv::ScopedNamespace a("mr-scope-a");
   testenv::ScopedNamespace b("mr-scope-b");
@@ -36,7 +38,10 @@ TEST_CASE("namespace scope: --namespaces A,B reconciles A and B and never touche
 
   {
     const std::size_t mark = audit_mark();
-    OperatorProcess scoped({.user = "myop-scope-ab", .namespaces = {a.name(), b.name()}, .pod_namespace = a.name()});
+    OperatorProcess scoped({.user = "myop-scope-ab",
+                            .namespaces = {a.name(), b.name()},
+                            .pod_namespace = a.name(),
+                            .extra_args = {}});
     scoped.start();
     REQUIRE(eventually([&] { return myresource_ready(a.name(), "web"); }, 120s));
     REQUIRE(eventually([&] { return myresource_ready(b.name(), "web"); }, 60s));
@@ -54,7 +59,8 @@ TEST_CASE("namespace scope: --namespaces A,B reconciles A and B and never touche
     for (const auto& entry : entries) {
       if (entry.namespace_ == c.name() || (entry.resource == "namespaces" && entry.name == c.name()))
         naming_c.push_back(entry);
-      if (entry.namespace_.empty() && is_list_or_watch(entry) && watched_type(entry)) cluster_wide.push_back(entry);
+      if (entry.namespace_.empty() && is_list_or_watch(entry) && watched_type(entry))
+        cluster_wide.push_back(entry);
       if (entry.namespace_ == a.name() && is_list_or_watch(entry) && entry.resource == "myresources")
         in_a.push_back(entry);
       if (entry.namespace_ == b.name() && is_list_or_watch(entry) && entry.resource == "deployments")
@@ -72,7 +78,8 @@ TEST_CASE("namespace scope: --namespaces A,B reconciles A and B and never touche
     // All namespaces: it also lists what other tests left in the cluster, so only C is asserted
     // on, and the operator runs no longer than needed.
     const std::size_t mark = audit_mark();
-    OperatorProcess everywhere({.user = "myop-scope-all", .pod_namespace = a.name()});
+    OperatorProcess everywhere(
+        {.user = "myop-scope-all", .namespaces = {}, .pod_namespace = a.name(), .extra_args = {}});
     everywhere.start();
     REQUIRE(eventually([&] { return myresource_ready(c.name(), "web"); }, 120s));
     CHECK(jsonpath("myresource", c.name(), "web", "{.metadata.finalizers}").find(kOperatorFinalizer) !=
