@@ -50,14 +50,16 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
 
 }  // namespace
 
-TEST_CASE("500 MyResources at once under a concurrent writer: all Ready and current, one Deployment each, "
-          "errors settle",
-          "[myresource][operator][scale]") {
+TEST_CASE(
+    "500 MyResources at once under a concurrent writer: all Ready and current, one Deployment each, "
+    "errors settle",
+    "[myresource][operator][scale]") {
   if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane and its audit log");
   const auto started = std::chrono::steady_clock::now();
   testenv::ScopedNamespace ns("mr-scale");
   FinalizerRelease release(ns.name());
-  OperatorProcess operator_process({.user = "myop-scale", .namespaces = {ns.name()}, .pod_namespace = ns.name()});
+  OperatorProcess operator_process(
+      {.user = "myop-scale", .namespaces = {ns.name()}, .pod_namespace = ns.name(), .extra_args = {}});
   operator_process.start();
   auto client = std::make_shared<kube::Client>(kube::testing::admin_client());
   auto writer_client = std::make_shared<kube::Client>(kube::testing::admin_client());
@@ -82,8 +84,8 @@ TEST_CASE("500 MyResources at once under a concurrent writer: all Ready and curr
           patch = R"({"metadata":{"labels":{"writer-round":")" + value +
                   R"("}},"spec":{"env":[{"name":"ROUND","value":")" + value + R"("}]}})";
         }
-        if (writer_client->patch(kube::resources::my_resources(), ns.name(), name, kube::PatchType::Merge, patch,
-                                 options))
+        if (writer_client->patch(kube::resources::my_resources(), ns.name(), name, kube::PatchType::Merge,
+                                 patch, options))
           ++writer_writes;
         if (index % 25 == 0 &&
             writer_client->patch(kube::resources::deployments(), ns.name(), name, kube::PatchType::Merge,
@@ -173,25 +175,29 @@ TEST_CASE("500 MyResources at once under a concurrent writer: all Ready and curr
   std::size_t writes = 0, conflicts = 0, failures = 0;
   for (const auto& entry : audit_writes(operator_process.user(), mark)) {
     ++writes;
-    if (entry.code == 409) ++conflicts;
-    else if (entry.code >= 400) ++failures;
+    if (entry.code == 409)
+      ++conflicts;
+    else if (entry.code >= 400)
+      ++failures;
   }
   INFO("reconcile errors: " << errors_then << " when all were Ready, " << errors_now << " 20 s later; the "
-                            << "operator's writes: " << writes << ", 409: " << conflicts << ", other failures: "
-                            << failures << "\noperator log:\n"
+                            << "operator's writes: " << writes << ", 409: " << conflicts
+                            << ", other failures: " << failures << "\noperator log:\n"
                             << operator_process.log_tail(20));
   CHECK(errors_now == errors_then);
   CHECK(conflicts <= static_cast<std::size_t>(kCount) / 10);
   CHECK(failures == 0);
   WARN("500 MyResources: created after " << created_after << " s, writer done after " << writer_done_after
-                                         << " s, all Ready after " << ready_after << " s; operator writes " << writes
-                                         << ", 409 " << conflicts << ", reconcile errors " << errors_now);
+                                         << " s, all Ready after " << ready_after << " s; operator writes "
+                                         << writes << ", 409 " << conflicts << ", reconcile errors "
+                                         << errors_now);
 
   // Clean-up: the operator releases all 500 (Deployments first, then finalizers); the namespace
   // then goes without anything Terminating.
   testenv::kubectl_or_fail("delete myresources --all -n " + ns.name() + " --wait=false");
   const bool all_gone = eventually(
-      [&] { return list_objects(*client, kube::resources::my_resources(), ns.name())["items"].Empty(); }, 300s);
+      [&] { return list_objects(*client, kube::resources::my_resources(), ns.name())["items"].Empty(); },
+      300s);
   INFO("all deleted after " << seconds_since(started) << " s");
   CHECK(all_gone);
 }
