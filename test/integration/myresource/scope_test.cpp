@@ -24,10 +24,9 @@ bool watched_type(const AuditEntry& entry) {
 
 }  // namespace
 
-TEST_CASE(
-    "namespace scope: --namespaces A,B reconciles A and B and never touches C; without it C is reconciled "
-    "too",
-    "[myresource][operator][scope]") {
+TEST_CASE("namespace scope: --namespaces A,B reconciles A and B and never touches C, and without it C is "
+          "reconciled too",
+          "[myresource][operator][scope]") {
   if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane and its audit log");
   testenv::ScopedNamespace a("mr-scope-a");
   testenv::ScopedNamespace b("mr-scope-b");
