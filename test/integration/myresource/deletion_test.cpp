@@ -76,6 +76,9 @@ spec:
   bool active_ = false;
 };
 
+// A finalizer the test puts on the child Deployment to keep it Terminating until the test lets go.
+constexpr const char* kTestHold = "example.com/test-hold";
+
 // Whether the API server refuses to delete the Deployment now (a server-side dry run goes through
 // admission and changes nothing).
 bool delete_refused(const std::string& namespace_, const std::string& name) {
@@ -124,6 +127,14 @@ TEST_CASE(
   const std::string deployment_uid = jsonpath("deployment", ns.name(), "web", "{.metadata.uid}");
   REQUIRE_FALSE(deployment_uid.empty());
 
+  // Declared after the operator: on a failure, lets go of the test's hold before the namespace goes.
+  struct HoldRelease {
+    std::string namespace_;
+    ~HoldRelease() {
+      testenv::kubectl("patch deployment web -n " + namespace_ +
+                       " --type merge -p '{\"metadata\":{\"finalizers\":null}}'");
+    }
+  } hold_release{ns.name()};
   DeploymentDeleteFreeze freeze(ns.name());
   // Policies reach the API server's admission through an informer: wait until it enforces this one.
   REQUIRE(eventually([&] { return delete_refused(ns.name(), "web"); }, 30s));
@@ -169,11 +180,34 @@ TEST_CASE(
   CHECK(jsonpath("deployment", ns.name(), "web", "{.metadata.uid}") == deployment_uid);
   CHECK(operator_process.running());
 
-  // Lift the freeze: the Deployment goes first, then the finalizer, then the object. Watched from
-  // outside: whenever the MyResource has lost its finalizer (or is gone), the Deployment is gone.
+  // Lift the freeze: the Deployment goes first, then the finalizer, then the object. A finalizer of
+  // the test's own on the Deployment (as another controller may hold one) keeps it Terminating as
+  // long as the test likes, so "the operator waits for the Deployment to be gone" is seen, not raced.
+  testenv::kubectl_or_fail("patch deployment web -n " + ns.name() +
+                           " --type merge -p '{\"metadata\":{\"finalizers\":[\"" + kTestHold + "\"]}}'");
   const std::size_t mark_lift = audit_mark();
   freeze.lift();
   REQUIRE(eventually([&] { return !delete_refused(ns.name(), "web"); }, 30s));
+  // The next retry comes after the current backoff step (about 20 s at this point).
+  REQUIRE(eventually(
+      [&] { return !jsonpath("deployment", ns.name(), "web", "{.metadata.deletionTimestamp}").empty(); },
+      120s));
+  // The garbage collector finishes the foreground deletion (ReplicaSets, Pods); our hold remains.
+  REQUIRE(eventually(
+      [&] {
+        return jsonpath("deployment", ns.name(), "web", "{.metadata.finalizers}") ==
+               "[\"" + std::string(kTestHold) + "\"]";
+      },
+      60s));
+  // The operator polls a Terminating child every 2 s: several looks, and it must keep waiting.
+  std::this_thread::sleep_for(7s);
+  CHECK(jsonpath("myresource", ns.name(), "web", "{.metadata.finalizers}").find(kOperatorFinalizer) !=
+        std::string::npos);
+  CHECK(condition_reason(ns.name(), "web", "Ready") == "Deleting");
+  CHECK(condition_status(ns.name(), "web", "Degraded") != "True");  // cleanup no longer fails
+
+  testenv::kubectl_or_fail("patch deployment web -n " + ns.name() +
+                           " --type merge -p '{\"metadata\":{\"finalizers\":null}}'");
   bool order_kept = true;
   std::string violation;
   const bool gone = eventually(
@@ -191,8 +225,7 @@ TEST_CASE(
         }
         return !myresource_exists && !deployment_exists;
       },
-      // The next retry comes after the current backoff step (about 20 s at this point).
-      120s);
+      60s);
   INFO(violation);
   CHECK(order_kept);
   REQUIRE(gone);
