@@ -51,14 +51,34 @@ bool is_write(const std::string& verb) {
   return verb == "create" || verb == "update" || verb == "patch" || verb == "delete" || verb == "deletecollection";
 }
 
+// config/rbac's ClusterRole, renamed so that it never collides with a Helm release's
+// my-operator-manager (hack/e2e.sh installs the chart on the same control plane).
+constexpr const char* kManagerRole = "myop-test-operator-manager";
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) FAIL("cannot read " << path);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
+
+// `text` with its first `from` replaced by `to`; FAILs when `from` is missing.
+std::string replaced(std::string text, const std::string& from, const std::string& to) {
+  const auto at = text.find(from);
+  if (at == std::string::npos) FAIL("expected '" << from << "' in:\n" << text);
+  return text.replace(at, from.size(), to);
+}
+
 // The CRD, its annotations policy and config/rbac's ClusterRole, as a user installs them first.
 void install_prerequisites() {
   static bool installed = false;
   if (installed) return;
   const std::string config = testenv::source_dir() + "/config";
   testenv::kubectl_or_fail("apply --server-side --force-conflicts -f " + config + "/crd/myorg.io_myresources.yaml -f " +
-                           config + "/crd/myresources-annotations-policy.yaml -f " + config + "/rbac/role.yaml");
+                           config + "/crd/myresources-annotations-policy.yaml");
   testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
+  const auto applied = testenv::kubectl_apply(
+      replaced(read_file(config + "/rbac/role.yaml"), "name: my-operator-manager", std::string("name: ") + kManagerRole));
+  if (!applied.ok()) FAIL("cannot apply config/rbac/role.yaml: " << applied.output);
   installed = true;
 }
 
@@ -67,22 +87,25 @@ void install_prerequisites() {
 OperatorProcess::OperatorProcess(OperatorOptions options) : options_(std::move(options)) {
   REQUIRE(!options_.user.empty());
   install_prerequisites();
-  kubeconfig_ = testenv::kubeconfig_for_user(options_.user);
-  log_path_ = testenv::binary_dir() + "/testenv/operator-" + options_.user + ".log";
+  std::string log_name = options_.user;
+  for (char& c : log_name)
+    if (c == ':') c = '_';
+  log_path_ = testenv::binary_dir() + "/testenv/operator-" + log_name + ".log";
   std::remove(log_path_.c_str());
+  if (!options_.kubeconfig.empty()) {
+    kubeconfig_ = options_.kubeconfig;
+    return;
+  }
+  kubeconfig_ = testenv::kubeconfig_for_user(options_.user);
   const std::string binding = binding_name(options_.user);
   testenv::kubectl("delete clusterrolebinding " + binding + " --ignore-not-found");
-  testenv::kubectl_or_fail("create clusterrolebinding " + binding + " --clusterrole my-operator-manager --user " +
+  testenv::kubectl_or_fail("create clusterrolebinding " + binding + " --clusterrole " + kManagerRole + " --user " +
                            options_.user);
   if (!options_.pod_namespace.empty()) {
     // config/rbac's leader-election Role (the Lease and the feature-flag ConfigMap), in the
     // operator's namespace, as the chart installs it in the release namespace.
-    std::ifstream file(testenv::source_dir() + "/config/rbac/leader_election_role.yaml");
-    std::string role((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    const std::string from = "namespace: my-operator-system";
-    const auto at = role.find(from);
-    REQUIRE(at != std::string::npos);
-    role.replace(at, from.size(), "namespace: " + options_.pod_namespace);
+    const std::string role = replaced(read_file(testenv::source_dir() + "/config/rbac/leader_election_role.yaml"),
+                                      "namespace: my-operator-system", "namespace: " + options_.pod_namespace);
     auto applied = testenv::kubectl_apply(role);
     if (!applied.ok()) FAIL("cannot apply the leader-election Role: " << applied.output);
     testenv::kubectl_or_fail("create rolebinding " + binding + " -n " + options_.pod_namespace +
@@ -92,7 +115,8 @@ OperatorProcess::OperatorProcess(OperatorOptions options) : options_(std::move(o
 
 OperatorProcess::~OperatorProcess() {
   stop();
-  testenv::kubectl("delete clusterrolebinding " + binding_name(options_.user) + " --ignore-not-found");
+  if (options_.kubeconfig.empty())
+    testenv::kubectl("delete clusterrolebinding " + binding_name(options_.user) + " --ignore-not-found");
 }
 
 void OperatorProcess::start() {

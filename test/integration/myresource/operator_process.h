@@ -23,6 +23,9 @@ struct OperatorOptions {
   std::string pod_namespace;
   // Flags added after the defaults (e.g. "--resync-period", "30s").
   std::vector<std::string> extra_args;
+  // When set, the operator runs with this kubeconfig (e.g. a ServiceAccount token of the Helm
+  // chart) and the test grants nothing: `user` is then only the audit log's user name.
+  std::string kubeconfig;
 };
 
 class OperatorProcess {

@@ -68,17 +68,17 @@ inline std::set<std::string> expected_manager_grants() {
   auto add = [&](const std::string& resource, std::initializer_list<const char*> verbs) {
     for (const char* verb : verbs) grants.insert(resource + ":" + verb);
   };
-  add("myorg.io/myresources", {"get", "list", "watch", "update", "patch"});
-  add("myorg.io/myresources/status", {"get", "update", "patch"});
+  add("myorg.io/myresources", {"list", "watch", "patch"});
+  add("myorg.io/myresources/status", {"patch"});
   add("myorg.io/myresources/finalizers", {"update"});
-  add("apps/deployments", {"get", "list", "watch", "create", "update", "patch", "delete"});
+  add("apps/deployments", {"list", "watch", "create", "patch", "delete"});
   add("events.k8s.io/events", {"create", "patch"});
   return grants;
 }
 
 // What it needs in its own namespace: the Lease and the feature-flag ConfigMap.
 inline std::set<std::string> expected_own_namespace_grants(bool leader_election = true) {
-  std::set<std::string> grants = {"/configmaps:get", "/configmaps:list", "/configmaps:watch"};
+  std::set<std::string> grants = {"/configmaps:list", "/configmaps:watch"};
   if (leader_election) {
     for (const char* verb : {"get", "create", "update"}) grants.insert(std::string("coordination.k8s.io/leases:") + verb);
   }
