@@ -137,6 +137,7 @@ void OperatorProcess::start() {
     arguments.push_back(namespaces);
   }
   arguments.insert(arguments.end(), options_.extra_args.begin(), options_.extra_args.end());
+  arguments.insert(arguments.begin(), options_.command_prefix.begin(), options_.command_prefix.end());
 
   const pid_t child = ::fork();
   REQUIRE(child >= 0);
@@ -179,7 +180,9 @@ bool OperatorProcess::running() {
 
 void OperatorProcess::stop() {
   if (!running()) return;
-  ::kill(pid_, SIGTERM);
+  // The whole process group (the child called setsid): a command_prefix such as strace blocks
+  // fatal signals and exits when the operator does.
+  ::kill(-pid_, SIGTERM);
   for (int attempt = 0; attempt < 300; ++attempt) {
     if (!running()) return;
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -190,7 +193,7 @@ void OperatorProcess::stop() {
 
 void OperatorProcess::kill() {
   if (!running()) return;
-  ::kill(pid_, SIGKILL);
+  ::kill(-pid_, SIGKILL);
   int status = 0;
   ::waitpid(pid_, &status, 0);
   pid_ = -1;

@@ -26,6 +26,8 @@ struct OperatorOptions {
   // When set, the operator runs with this kubeconfig (e.g. a ServiceAccount token of the Helm
   // chart) and the test grants nothing: `user` is then only the audit log's user name.
   std::string kubeconfig;
+  // Run the binary through this command (e.g. strace and its flags); empty runs it directly.
+  std::vector<std::string> command_prefix;
 };
 
 class OperatorProcess {
