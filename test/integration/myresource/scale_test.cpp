@@ -67,15 +67,19 @@ TEST_CASE(
 
   // The concurrent writer, started with the creation: label and annotate every MyResource, change
   // the spec (env) of every 10th, and scale every 25th Deployment by hand (a field the operator
-  // owns and puts back). Three rounds, or until told to stop.
-  std::atomic<bool> stop_writer{false};
+  // owns and puts back). Three rounds, and no longer than 180 s after the start, so the whole test
+  // stays inside ctest's 600 s on a loaded machine
+  // (measured on 2 shared cores: 3 rounds take about 100 s, all Ready about 110-125 s after the
+  // start, the clean-up by kubectl 110-140 s; the waits below end at 360 s and 570 s after the start).
+  const auto writer_deadline = started + 180s;
   std::atomic<int> writer_writes{0};
   std::atomic<int> writer_rounds{0};
   std::thread writer([&] {
     kube::PatchOptions options;
     options.field_manager = "scale-test-writer";
-    for (int round = 1; round <= 3 && !stop_writer; ++round) {
-      for (int index = 0; index < kCount && !stop_writer; ++index) {
+    const auto stop_writer = [&] { return std::chrono::steady_clock::now() >= writer_deadline; };
+    for (int round = 1; round <= 3 && !stop_writer(); ++round) {
+      for (int index = 0; index < kCount && !stop_writer(); ++index) {
         const std::string name = resource_name(index);
         const std::string value = std::to_string(round);
         std::string patch = R"({"metadata":{"labels":{"writer-round":")" + value +
@@ -110,9 +114,10 @@ TEST_CASE(
   REQUIRE(create_failures == 0);
   INFO("created after " << created_after << " s; the writer made " << writer_writes << " writes in "
                         << writer_rounds << " rounds, done after " << writer_done_after << " s");
-  CHECK(writer_rounds == 3);
+  REQUIRE(writer_rounds >= 1);  // at least one full round overlapped the creation
 
-  // All Ready for their current generation (observedGeneration == generation).
+  // All Ready for their current generation (observedGeneration == generation), within 6 minutes
+  // of the start.
   std::size_t ready = 0;
   const bool all_ready = eventually(
       [&] {
@@ -121,7 +126,8 @@ TEST_CASE(
         for (const auto& item : list["items"].GetArray()) ready += ready_and_current(item) ? 1 : 0;
         return ready == static_cast<std::size_t>(kCount);
       },
-      420s);
+      std::chrono::duration_cast<std::chrono::milliseconds>(started + 360s -
+                                                            std::chrono::steady_clock::now()));
   const double ready_after = seconds_since(started);
   INFO("Ready and current: " << ready << " of " << kCount << " after " << ready_after << " s\noperator log:\n"
                              << operator_process.log_tail(20));
@@ -194,10 +200,19 @@ TEST_CASE(
 
   // Clean-up: the operator releases all 500 (Deployments first, then finalizers); the namespace
   // then goes without anything Terminating.
-  testenv::kubectl_or_fail("delete myresources --all -n " + ns.name() + " --wait=false");
+  // All 500 deleted at once from 8 client threads (kubectl deletes one at a time at its 5 QPS).
+  const auto cleanup_started = std::chrono::steady_clock::now();
+  const int delete_failures = in_parallel(kCount, [&](int index) {
+    return client->remove(kube::resources::my_resources(), ns.name(), resource_name(index)).ok();
+  });
+  CHECK(delete_failures == 0);
   const bool all_gone = eventually(
       [&] { return list_objects(*client, kube::resources::my_resources(), ns.name())["items"].Empty(); },
-      300s);
-  INFO("all deleted after " << seconds_since(started) << " s");
+      std::chrono::duration_cast<std::chrono::milliseconds>(started + 570s -
+                                                            std::chrono::steady_clock::now()));
+  const double cleanup_took = seconds_since(cleanup_started);
+  INFO("all deleted after " << cleanup_took << " s");
   CHECK(all_gone);
+  CHECK(list_objects(*client, kube::resources::deployments(), ns.name())["items"].Empty());
+  WARN("500 MyResources deleted at once: all gone (Deployments first) after " << cleanup_took << " s");
 }
