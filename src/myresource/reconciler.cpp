@@ -54,10 +54,11 @@ void announce_condition_changes(Cluster& cluster, const MyResource& resource, co
 
 class Pass {
  public:
-  Pass(Cluster& cluster, const ReconcilerOptions& options, const runtime::ReconcileRequest& request,
-       ParsedMyResource parsed, std::string resource_version)
+  Pass(Cluster& cluster, const ReconcilerOptions& options, StaleDeploymentWaits& stale_waits,
+       const runtime::ReconcileRequest& request, ParsedMyResource parsed, std::string resource_version)
       : cluster_(cluster),
         options_(options),
+        stale_waits_(stale_waits),
         request_(request),
         parsed_(std::move(parsed)),
         resource_(parsed_.resource),
@@ -73,8 +74,13 @@ class Pass {
           cluster_.set_myresource_finalizers(resource_.metadata.namespace_name, resource_.metadata.name,
                                              finalizers, resource_version_, request_.stop);
       if (!added) return ReconcileResult::error("adding finalizer: " + added.error().to_string());
-      // The write bumped resourceVersion; the status apply below does not need it (apply has no
-      // precondition), and the next event brings the new version.
+      // The write bumped resourceVersion and the cache holds the answer. The status apply below has
+      // no precondition, but the cache takes its answer only when based on the version it holds:
+      // based on the old one, the next reconcile would still see no status and write it again.
+      if (ObjectPointer current =
+              cluster_.get_myresource(resource_.metadata.namespace_name, resource_.metadata.name)) {
+        resource_version_ = std::string(current->resource_version());
+      }
     }
 
     if (!parsed_.valid()) {
@@ -118,6 +124,11 @@ class Pass {
     }
     inputs.reconcile_error = error;
 
+    if (!error) {
+      if (auto wait = wait_for_deployment_controller(inputs)) {
+        return ReconcileResult::requeue_after(requeue_after ? std::min(*requeue_after, *wait) : *wait);
+      }
+    }
     if (auto written = write_status(inputs); !written.empty() && !error) error = written;
     if (error) return ReconcileResult::error(*error);
     if (requeue_after) return ReconcileResult::requeue_after(*requeue_after);
@@ -210,6 +221,26 @@ class Pass {
     return std::nullopt;
   }
 
+  std::string key() const { return resource_.metadata.namespace_name + "/" + resource_.metadata.name; }
+
+  // A status write to hold back, and for how long: the stable Deployment's controller has not yet
+  // observed its latest spec (we just applied it, or an earlier pass did), so the replica counts and
+  // messages the status would copy are superseded by the Deployment event that is on its way, which
+  // brings the next reconcile. The wait is bounded, so a stalled controller still gets an honest
+  // status (counts as they are); errors are never held back (the caller checks).
+  std::optional<runtime::Duration> wait_for_deployment_controller(const StatusInputs& inputs) {
+    const std::optional<DeploymentState>& stable = inputs.stable;
+    if (!stable || stable->observed_generation >= stable->generation ||
+        !status_changed(resource_.status, compute_status(resource_, inputs, now_))) {
+      stale_waits_.forget(key());
+      return std::nullopt;
+    }
+    auto remaining =
+        stale_waits_.remaining(key(), stable->uid, stable->generation, now_, options_.stale_deployment_wait);
+    if (!remaining) stale_waits_.forget(key());
+    return remaining;
+  }
+
   // Writes the status when it changed; returns an error message or "".
   std::string write_status(const StatusInputs& inputs) {
     Status desired = compute_status(resource_, inputs, now_);
@@ -223,6 +254,7 @@ class Pass {
 
   Cluster& cluster_;
   const ReconcilerOptions& options_;
+  StaleDeploymentWaits& stale_waits_;
   const runtime::ReconcileRequest& request_;
   ParsedMyResource parsed_;
   const MyResource& resource_;
@@ -232,13 +264,38 @@ class Pass {
 
 }  // namespace
 
+std::optional<runtime::Duration> StaleDeploymentWaits::remaining(const std::string& key, const std::string& uid,
+                                                                 std::int64_t generation, WallTime now,
+                                                                 runtime::Duration limit) {
+  std::lock_guard lock(mutex_);
+  auto [position, inserted] = waits_.try_emplace(key);
+  Wait& wait = position->second;
+  if (inserted || wait.uid != uid || wait.generation != generation) wait = {uid, generation, now};
+  const auto waited = std::chrono::duration_cast<runtime::Duration>(now - wait.since);
+  if (waited >= limit) return std::nullopt;
+  return limit - waited;
+}
+
+void StaleDeploymentWaits::forget(const std::string& key) {
+  std::lock_guard lock(mutex_);
+  waits_.erase(key);
+}
+
+std::size_t StaleDeploymentWaits::size() const {
+  std::lock_guard lock(mutex_);
+  return waits_.size();
+}
+
 MyResourceReconciler::MyResourceReconciler(std::shared_ptr<Cluster> cluster, ReconcilerOptions options)
     : cluster_(std::move(cluster)), options_(std::move(options)) {}
 
 runtime::ReconcileResult MyResourceReconciler::reconcile(const runtime::ReconcileRequest& request) {
   ObjectPointer object = cluster_->get_myresource(request.key.namespace_name, request.key.name);
-  if (object == nullptr) return ReconcileResult::done();
-  Pass pass(*cluster_, options_, request, parse_myresource(object->json()),
+  if (object == nullptr) {
+    stale_waits_.forget(request.key.namespace_name + "/" + request.key.name);
+    return ReconcileResult::done();
+  }
+  Pass pass(*cluster_, options_, stale_waits_, request, parse_myresource(object->json()),
             std::string(object->resource_version()));
   return pass.run();
 }

@@ -10,13 +10,20 @@
 //      next spec change brings the next reconcile). Paused: status only.
 //   5. Stable Deployment: apply when the spec hash or any field we own differs (hand edits too).
 //   6. Canary: decide_canary, then apply, scale away or delete.
-//   7. Status: computed, written only when it differs; events when a condition changes.
+//   7. Status: computed, written only when it differs; events when a condition changes. While the
+//      Deployment controller has not yet observed the stable Deployment's latest spec, its replica
+//      counts are about to change: a status built from them would be superseded by the very next
+//      Deployment event, so the write waits for that event (bounded by `stale_deployment_wait`).
 //
 // A steady cluster causes zero writes: every write is guarded by a comparison with the cache.
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
 
 #include "myresource/cluster.h"
 #include "myresource/rfc3339.h"
@@ -29,6 +36,29 @@ struct ReconcilerOptions {
   std::function<WallTime()> now = [] { return std::chrono::system_clock::now(); };
   // How soon to look again while waiting for children to disappear during deletion.
   runtime::Duration deletion_poll = std::chrono::seconds(2);
+  // Longest time a status write waits for the Deployment controller to observe the stable
+  // Deployment's new spec; after it, the status is written from what the Deployment says.
+  runtime::Duration stale_deployment_wait = std::chrono::seconds(10);
+};
+
+// Since when each MyResource has been waiting for its stable Deployment's controller (by the
+// Deployment's UID and generation), so the wait is bounded. Thread-safe: workers share it.
+class StaleDeploymentWaits {
+ public:
+  // How much longer to wait for `uid`/`generation` of the Deployment of `key`, or nullopt: write now.
+  std::optional<runtime::Duration> remaining(const std::string& key, const std::string& uid,
+                                             std::int64_t generation, WallTime now, runtime::Duration limit);
+  void forget(const std::string& key);
+  std::size_t size() const;
+
+ private:
+  struct Wait {
+    std::string uid;
+    std::int64_t generation = 0;
+    WallTime since;
+  };
+  mutable std::mutex mutex_;
+  std::map<std::string, Wait> waits_;
 };
 
 class MyResourceReconciler final : public runtime::Reconciler {
@@ -40,6 +70,7 @@ class MyResourceReconciler final : public runtime::Reconciler {
  private:
   std::shared_ptr<Cluster> cluster_;
   ReconcilerOptions options_;
+  StaleDeploymentWaits stale_waits_;
 };
 
 }  // namespace myop::myresource

@@ -30,6 +30,9 @@ class FakeCluster final : public Cluster {
   int finalizer_writes = 0;
   int status_writes = 0;
   std::optional<myop::kube::Error> fail_deletes;
+  // As the API server: every apply moves metadata.generation (the fake applies only on changes), and
+  // the Deployment controller's status.observedGeneration lags until roll_out().
+  bool generations = false;
   struct Event {
     std::string type, reason, message;
   };
@@ -51,8 +54,13 @@ class FakeCluster final : public Cluster {
     Object stored = parse_json(desired.to_json_string());
     stored.set_string_member(stored.json()["metadata"], "uid", "dep-" + name);
     stored.set_resource_version(std::to_string(++resource_version_));
-    if (auto previous = find(deployments, name); previous && previous->view().find({"status"})) {
+    auto previous = find(deployments, name);
+    if (previous && previous->view().find({"status"})) {
       stored.set_member(stored.json(), "status", *previous->view().find({"status"}));
+    }
+    if (generations) {
+      stored.set_member(stored.json()["metadata"], "generation",
+                        JsonValue(static_cast<int64_t>(previous ? previous->view().generation() + 1 : 1)));
     }
     deployments[name] = std::make_shared<const Object>(std::move(stored));
     return {};
@@ -103,7 +111,8 @@ class FakeCluster final : public Cluster {
     Object updated = find(deployments, name)->deep_copy();
     const JsonValue* replicas = updated.view().find({"spec", "replicas"});
     int desired = replicas ? replicas->GetInt() : 1;
-    std::string status = R"({"observedGeneration":0,"replicas":)" + std::to_string(desired) +
+    std::string status = R"({"observedGeneration":)" + std::to_string(updated.view().generation()) +
+                         R"(,"replicas":)" + std::to_string(desired) +
                          R"(,"updatedReplicas":)" + std::to_string(desired) + R"(,"readyReplicas":)" +
                          std::to_string(available) + R"(,"availableReplicas":)" + std::to_string(available) +
                          "}";
@@ -364,4 +373,50 @@ TEST_CASE("feature flags: a canary switched off per object runs no canary", "[my
   global.cluster->flags.canary = false;
   global.reconcile();
   CHECK(global.cluster->deployments.count("web-canary") == 0);
+}
+
+TEST_CASE("the status waits, boundedly, for the Deployment controller to observe a new spec",
+          "[myresource][reconciler]") {
+  Fixture fixture;
+  fixture.cluster->generations = true;
+
+  SECTION("the counts of a Deployment its controller has not seen yet are not written") {
+    ReconcileResult result = fixture.reconcile();
+    CHECK(fixture.cluster->deployment_applies == 1);
+    CHECK(fixture.cluster->status_writes == 0);
+    CHECK(result.kind() == ReconcileResult::Kind::requeue_after);
+    CHECK(result.delay() == seconds(10));
+    fixture.now += seconds(1);  // the Deployment's own echo: still not observed
+    CHECK(fixture.reconcile().delay() == seconds(9));
+    CHECK(fixture.cluster->status_writes == 0);
+
+    fixture.cluster->roll_out("web", 0);  // observed, nothing available yet: a state to show
+    CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::done);
+    CHECK(fixture.cluster->status_writes == 1);
+    CHECK(fixture.condition("Ready").reason == "RollingOut");
+    CHECK(fixture.resource().status.observed_generation == 1);
+
+    fixture.cluster->roll_out("web", 2);
+    fixture.reconcile();
+    CHECK(fixture.condition("Ready").status == ConditionStatus::True);
+    CHECK(fixture.cluster->status_writes == 2);
+
+    fixture.set_spec_image("reg:5000/app:1.1");  // the Deployment moves to generation 2
+    CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::requeue_after);
+    CHECK(fixture.cluster->status_writes == 2);
+    fixture.cluster->roll_out("web", 2);
+    fixture.reconcile();
+    CHECK(fixture.cluster->status_writes == 3);
+    CHECK(fixture.resource().status.observed_generation == 2);
+    CHECK(fixture.resource().status.image == "reg:5000/app:1.1");
+  }
+
+  SECTION("a stalled Deployment controller still gets an honest status after the wait") {
+    fixture.reconcile();
+    fixture.now += seconds(10);
+    CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::done);
+    CHECK(fixture.cluster->status_writes == 1);
+    CHECK(fixture.condition("Ready").reason == "RollingOut");
+    CHECK(fixture.condition("Ready").status == ConditionStatus::False);
+  }
 }
