@@ -2,6 +2,16 @@
 // cost per object. Not a test.
 //
 //   cache_memory [--objects N] [--kubeconfig PATH --namespace NS]
+//   cache_memory --operator-caches [--objects N] [--testdata DIR]
+//
+// --operator-caches (issue 7): N MyResources and N Deployments, fed through two informers with the
+// options my-operator gives its own (runtime::InformerOptions defaults: strip_for_cache), each
+// object a copy of bench/testdata/{myresource,deployment}.json with its own name, namespace (10),
+// uids and resourceVersion. Those two files are objects as the API server sent them (kubectl get -o
+// json --show-managed-fields) after my-operator reconciled a bench MyResource: the MyResource with
+// status, the Deployment with the controller's status and both managedFields. What it measures is
+// the caches, in a process of their own: not the operator's whole RSS (add the operator's RSS with
+// empty caches for that).
 //
 // Without --kubeconfig the objects are fed to the informer exactly as the watcher would deliver
 // them (InitStart, InitApply x N, InitDone), each shaped like what the API server sends: metadata
@@ -18,6 +28,9 @@
 #include <iostream>
 #include <string>
 #include <thread>
+
+#include <sstream>
+#include <vector>
 
 #include "kube/config.h"
 #include "kube/transport.h"
@@ -54,17 +67,124 @@ std::string config_map_json(int index) {
          R"("f:labels":{".":{},"f:app.kubernetes.io/name":{},"f:set":{}}}}}]},"data":{"value":")" + value + R"("}})";
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream file(path);
+  std::stringstream text;
+  text << file.rdbuf();
+  return text.str();
+}
+
+void replace_all(std::string& text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+// The sample objects' own identity, replaced per copy.
+constexpr const char* kSampleName = "bench-4711";
+constexpr const char* kSampleNamespace = "memshape";
+constexpr const char* kSampleMyResourceUid = "a18684f7-4683-46fa-9fdb-bd7f643d20e1";
+constexpr const char* kSampleDeploymentUid = "f367518e-86c5-4d9b-a09e-92b8b6f54b0e";
+
+std::string copy_of(const std::string& sample, int index, const std::string& sample_version) {
+  char myresource_uid[40];
+  char deployment_uid[40];
+  std::snprintf(myresource_uid, sizeof myresource_uid, "5f1c2a3b-0000-4000-8000-%012d", index);
+  std::snprintf(deployment_uid, sizeof deployment_uid, "5f1c2a3b-0000-4000-9000-%012d", index);
+  std::string text = sample;
+  replace_all(text, kSampleName, "bench-" + std::to_string(index));
+  replace_all(text, std::string("\"") + kSampleNamespace + "\"", "\"bench-ns-" + std::to_string(index % 10) + "\"");
+  replace_all(text, kSampleMyResourceUid, myresource_uid);
+  replace_all(text, kSampleDeploymentUid, deployment_uid);
+  replace_all(text, "\"resourceVersion\":\"" + sample_version + "\"",
+              "\"resourceVersion\":\"" + std::to_string(100000 + index) + "\"");
+  return text;
+}
+
+std::string resource_version_of(const std::string& sample) {
+  auto parsed = kube::Object::parse(sample);
+  return parsed ? std::string(parsed.value().resource_version()) : std::string();
+}
+
+bool feed(runtime::Informer& informer, const std::string& sample, int objects) {
+  const std::string version = resource_version_of(sample);
+  kube::WatcherEvent start;
+  start.type = kube::WatcherEventType::InitStart;
+  informer.handle(std::move(start));
+  for (int i = 0; i < objects; ++i) {
+    auto parsed = kube::Object::parse(copy_of(sample, i, version));
+    if (!parsed) return false;
+    kube::WatcherEvent event;
+    event.type = kube::WatcherEventType::InitApply;
+    event.object = std::move(parsed).value();
+    informer.handle(std::move(event));
+  }
+  kube::WatcherEvent done;
+  done.type = kube::WatcherEventType::InitDone;
+  informer.handle(std::move(done));
+  return true;
+}
+
+std::size_t pool_bytes_of(runtime::Informer& informer) {
+  std::size_t bytes = 0;
+  for (const auto& object : informer.cache().list()) bytes += object->allocated_bytes();
+  return bytes;
+}
+
+int operator_caches(int objects, const std::string& testdata) {
+  const std::string myresource = read_file(testdata + "/myresource.json");
+  const std::string deployment = read_file(testdata + "/deployment.json");
+  if (myresource.empty() || deployment.empty()) {
+    std::cerr << "cannot read " << testdata << "/{myresource,deployment}.json\n";
+    return 1;
+  }
+  runtime::InformerOptions myresource_options;
+  myresource_options.name = "myresources";
+  runtime::InformerOptions deployment_options;
+  deployment_options.name = "deployments";
+  runtime::Informer myresources(nullptr, myresource_options);
+  runtime::Informer deployments(nullptr, deployment_options);
+  const long base = rss_kib();
+  if (!feed(myresources, myresource, objects)) return 1;
+  const long with_myresources = rss_kib();
+  if (!feed(deployments, deployment, objects)) return 1;
+  const long loaded = rss_kib();
+  const std::size_t myresource_pool = pool_bytes_of(myresources);
+  const std::size_t deployment_pool = pool_bytes_of(deployments);
+  const auto per = [](double bytes, std::size_t count) { return count ? bytes / count : 0.0; };
+  std::printf("cached MyResources:            %zu (sample %zu bytes of JSON)\n", myresources.cache().size(),
+              myresource.size());
+  std::printf("cached Deployments:            %zu (sample %zu bytes of JSON)\n", deployments.cache().size(),
+              deployment.size());
+  std::printf("base RSS (empty caches):       %.1f MiB\n", base / 1024.0);
+  std::printf("RSS with MyResources:          %.1f MiB\n", with_myresources / 1024.0);
+  std::printf("RSS with both:                 %.1f MiB\n", loaded / 1024.0);
+  std::printf("RSS per MyResource:            %.0f bytes\n",
+              per((with_myresources - base) * 1024.0, myresources.cache().size()));
+  std::printf("RSS per Deployment:            %.0f bytes\n",
+              per((loaded - with_myresources) * 1024.0, deployments.cache().size()));
+  std::printf("JSON pool per MyResource:      %.0f bytes\n", per(myresource_pool, myresources.cache().size()));
+  std::printf("JSON pool per Deployment:      %.0f bytes\n", per(deployment_pool, deployments.cache().size()));
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int objects = 10000;
   std::string kubeconfig;
   std::string namespace_name = "bench";
-  for (int i = 1; i + 1 < argc; i += 2) {
+  std::string testdata = MYOP_BENCH_TESTDATA;
+  bool operator_shapes = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--operator-caches")) operator_shapes = true;
+    if (i + 1 >= argc) continue;
     if (!std::strcmp(argv[i], "--objects")) objects = std::stoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--kubeconfig")) kubeconfig = argv[i + 1];
     if (!std::strcmp(argv[i], "--namespace")) namespace_name = argv[i + 1];
+    if (!std::strcmp(argv[i], "--testdata")) testdata = argv[i + 1];
   }
+  if (operator_shapes) return operator_caches(objects, testdata);
 
   std::shared_ptr<kube::WatchSource> source;
   if (!kubeconfig.empty()) {
