@@ -42,6 +42,7 @@ struct Options {
   double qps = 50;
   int burst = 100;
   std::string resync_period = "10h";
+  std::string orphan_sweep_period = "5m";
   std::string config_map = "my-operator-config";
   std::string log_level = "info";
   std::string log_format = "json";
@@ -55,23 +56,24 @@ std::string environment_name(const std::string& flag) {
   return name;
 }
 
-// "10h", "30m", "45s", "1h30m" -> seconds; throws CLI::ValidationError on anything else.
-std::chrono::seconds parse_duration(const std::string& text) {
+// "10h", "30m", "45s", "1h30m" -> seconds; throws CLI::ValidationError (naming `flag`) on anything
+// else.
+std::chrono::seconds parse_duration(const std::string& flag, const std::string& text) {
   std::chrono::seconds total{0};
   std::size_t position = 0;
-  if (text.empty()) throw CLI::ValidationError("--resync-period", "empty duration");
+  if (text.empty()) throw CLI::ValidationError(flag, "empty duration");
   while (position < text.size()) {
     std::size_t digits = position;
     while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
     if (digits == position || digits == text.size())
-      throw CLI::ValidationError("--resync-period", "'" + text + "' is not a duration such as 10h, 30m or 1h30m");
+      throw CLI::ValidationError(flag, "'" + text + "' is not a duration such as 10h, 30m or 1h30m");
     const long value = std::stol(text.substr(position, digits - position));
     switch (text[digits]) {
       case 'h': total += std::chrono::hours(value); break;
       case 'm': total += std::chrono::minutes(value); break;
       case 's': total += std::chrono::seconds(value); break;
       default:
-        throw CLI::ValidationError("--resync-period", "'" + text + "' has an unknown unit (use h, m or s)");
+        throw CLI::ValidationError(flag, "'" + text + "' has an unknown unit (use h, m or s)");
     }
     position = digits + 1;
   }
@@ -169,6 +171,9 @@ int main(int argc, char** argv) {
   add("qps", options.qps, "Client-side request rate limit (requests per second)")->check(CLI::PositiveNumber);
   add("burst", options.burst, "Client-side request burst")->check(CLI::PositiveNumber);
   add("resync-period", options.resync_period, "Period of the low-priority full resync, e.g. 10h");
+  add("orphan-sweep-period", options.orphan_sweep_period,
+      "Period of the orphan sweep (Deployments managed by my-operator whose owner is gone), e.g. 5m; the first "
+      "pass runs 30 s after start, or after one period when that is shorter");
   add("config-map", options.config_map, "Feature-flag ConfigMap in the operator's namespace");
   add("log-level", options.log_level, "trace|debug|info|warn|error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
@@ -179,8 +184,12 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
   std::chrono::seconds resync_period;
+  std::chrono::seconds orphan_sweep_period;
   try {
-    resync_period = parse_duration(options.resync_period);
+    resync_period = parse_duration("--resync-period", options.resync_period);
+    orphan_sweep_period = parse_duration("--orphan-sweep-period", options.orphan_sweep_period);
+    if (orphan_sweep_period.count() <= 0)
+      throw CLI::ValidationError("--orphan-sweep-period", "must be at least 1s");
   } catch (const CLI::Error& error) {
     return app.exit(error);
   }
@@ -224,10 +233,12 @@ int main(int argc, char** argv) {
   const std::string identity = host_name();
   spdlog::info(
       "my-operator {} starting: server={} context={} namespaces={} operator-namespace={} leader-elect={} "
-      "max-concurrent-reconciles={} qps={} burst={} resync-period={}s config-map={} metrics={} probes={}",
+      "max-concurrent-reconciles={} qps={} burst={} resync-period={}s orphan-sweep-period={}s config-map={} "
+      "metrics={} probes={}",
       myop::kVersion, config->server, config->context_name.empty() ? "(in-cluster)" : config->context_name,
       namespaces.empty() ? "(all)" : options.namespaces, own_namespace, options.leader_elect,
-      options.max_concurrent_reconciles, options.qps, options.burst, resync_period.count(), options.config_map,
+      options.max_concurrent_reconciles, options.qps, options.burst, resync_period.count(),
+      orphan_sweep_period.count(), options.config_map,
       options.metrics_bind_address, options.health_probe_bind_address);
 
   if (!preflight(*client, namespaces)) return EXIT_FAILURE;
@@ -254,6 +265,7 @@ int main(int argc, char** argv) {
   operator_options.config_map = options.config_map;
   operator_options.max_concurrent_reconciles = options.max_concurrent_reconciles;
   operator_options.resync_period = resync_period;
+  operator_options.orphan_sweep_period = orphan_sweep_period;
   operator_options.reporting_instance = identity;
   operator_options.version = myop::kVersion;
   operator_options.registry = registry;

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -62,7 +63,11 @@ class Operator::Background final : public runtime::Runnable {
 
  private:
   void run(std::stop_token stop) {
-    auto next_sweep = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    // The first pass waits a little after start-up (caches settle, a leader takes over), but never
+    // longer than one period.
+    auto next_sweep = std::chrono::steady_clock::now() +
+                      std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(30),
+                                                                    owner_.options_.orphan_sweep_period);
     while (!stop.stop_requested()) {
       if (owner_.myresources_->has_synced() && owner_.deployments_->has_synced()) {
         owner_.managed_resources_->Set(static_cast<double>(owner_.myresources_->size()));
