@@ -334,3 +334,47 @@ std::string condition_status(const std::string& namespace_, const std::string& n
 }
 
 }  // namespace myop::testing
+
+namespace myop::testing {
+
+std::vector<std::string> events_about(const std::string& namespace_, const std::string& kind, const std::string& name) {
+  auto result = testenv::kubectl(
+      "get events.v1.events.k8s.io -n " + namespace_ +
+      " -o jsonpath='{range .items[*]}{.regarding.kind}/{.regarding.name} {.type} {.reason} {.note}{\"\\n\"}{end}'");
+  std::vector<std::string> events;
+  if (!result.ok()) return events;
+  const std::string prefix = kind + "/" + name + " ";
+  std::istringstream lines(result.output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.compare(0, prefix.size(), prefix) == 0) events.push_back(line.substr(prefix.size()));
+  }
+  return events;
+}
+
+bool has_event(const std::string& namespace_, const std::string& kind, const std::string& name,
+               const std::string& type, const std::string& reason) {
+  const std::string start = type + " " + reason + " ";
+  for (const auto& event : events_about(namespace_, kind, name)) {
+    if (event.compare(0, start.size(), start) == 0) return true;
+  }
+  return false;
+}
+
+std::string describe(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const auto& line : lines) text += "  " + line + "\n";
+  return text.empty() ? "  (none)\n" : text;
+}
+
+void set_feature_flags(const std::string& namespace_, const std::vector<std::pair<std::string, std::string>>& data,
+                       const std::string& name) {
+  std::string manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: " +
+                         namespace_ + "\ndata:" + (data.empty() ? " {}\n" : "\n");
+  for (const auto& [key, value] : data) manifest += "  " + key + ": \"" + value + "\"\n";
+  // Server-side apply under one field manager: keys left out of a later call are removed.
+  auto applied = testenv::kubectl_apply(manifest, "--server-side --force-conflicts");
+  if (!applied.ok()) FAIL("cannot write the feature ConfigMap " << namespace_ << "/" << name << ": " << applied.output);
+}
+
+}  // namespace myop::testing

@@ -105,3 +105,20 @@ std::string condition_reason(const std::string& namespace_, const std::string& n
 std::string condition_status(const std::string& namespace_, const std::string& name, const std::string& type);
 
 }  // namespace myop::testing
+
+namespace myop::testing {
+
+// The events.k8s.io/v1 Events of a namespace about one object, one line each:
+// "<type> <reason> <note>".
+std::vector<std::string> events_about(const std::string& namespace_, const std::string& kind, const std::string& name);
+// Whether one of them has this type (Normal, Warning) and reason.
+bool has_event(const std::string& namespace_, const std::string& kind, const std::string& name,
+               const std::string& type, const std::string& reason);
+std::string describe(const std::vector<std::string>& lines);
+
+// Creates or replaces the feature-flag ConfigMap (DESIGN.md "Feature flags") in `namespace_`
+// with exactly `data`; FAILs when kubectl does.
+void set_feature_flags(const std::string& namespace_, const std::vector<std::pair<std::string, std::string>>& data,
+                       const std::string& name = "my-operator-config");
+
+}  // namespace myop::testing

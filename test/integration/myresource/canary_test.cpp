@@ -1,0 +1,216 @@
+// The canary life cycle (DESIGN.md "Canary") with the real operator binary on the real control
+// plane: start, promotion, removal, and the automatic abort of a canary that never becomes
+// Available within spec.canary.progressDeadlineSeconds.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <thread>
+
+#include "myresource/operator_process.h"
+#include "support/testenv.h"
+
+using namespace myop;
+using namespace myop::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Canary annotations as myresource_manifest() takes them (indented under metadata.annotations).
+std::string canary_annotations(const std::string& target) {
+  return "    myorg.io/canary: \"true\"\n    myorg.io/targetVersion: \"" + target + "\"\n";
+}
+
+bool deployment_gone(const std::string& namespace_, const std::string& name) {
+  auto result = testenv::kubectl("get deployment " + name + " -n " + namespace_);
+  return !result.ok() && result.output.find("NotFound") != std::string::npos;
+}
+
+std::string container_image(const std::string& namespace_, const std::string& name) {
+  return jsonpath("deployment", namespace_, name, "{.spec.template.spec.containers[0].image}");
+}
+
+bool deployment_rolled(const std::string& namespace_, const std::string& name, const std::string& image) {
+  const std::string line =
+      jsonpath("deployment", namespace_, name,
+               "{.spec.template.spec.containers[0].image} {.status.updatedReplicas} "
+               "{.status.availableReplicas} {.spec.replicas} {.status.observedGeneration} "
+               "{.metadata.generation}");
+  std::istringstream fields(line);
+  std::string live_image, updated, available, replicas, observed, generation;
+  fields >> live_image >> updated >> available >> replicas >> observed >> generation;
+  return live_image == image && updated == replicas && available == replicas && observed == generation;
+}
+
+std::vector<AuditEntry> deployment_writes(const std::string& user, std::size_t mark,
+                                          const std::string& name) {
+  std::vector<AuditEntry> kept;
+  for (const auto& write : audit_writes(user, mark))
+    if (write.resource == "deployments" && write.name == name) kept.push_back(write);
+  return kept;
+}
+
+// Marks every node unschedulable for the guard's lifetime, as a full or drained cluster is: pods
+// that run stay, new pods stay Pending, so a new Deployment never becomes Available.
+class CordonedNodes {
+ public:
+  CordonedNodes() {
+    nodes_ = testenv::kubectl_or_fail("get nodes -o jsonpath='{.items[*].metadata.name}'");
+    if (auto newline = nodes_.rfind('\n'); newline != std::string::npos) nodes_ = nodes_.substr(newline + 1);
+    REQUIRE_FALSE(nodes_.empty());
+    testenv::kubectl_or_fail("cordon " + nodes_);
+  }
+  ~CordonedNodes() { testenv::kubectl("uncordon " + nodes_); }
+  CordonedNodes(const CordonedNodes&) = delete;
+  CordonedNodes& operator=(const CordonedNodes&) = delete;
+
+ private:
+  std::string nodes_;
+};
+
+}  // namespace
+
+TEST_CASE("a canary starts next to the stable Deployment, then is promoted or removed",
+          "[myresource][operator][canary]") {
+  if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane and its audit log");
+  testenv::ScopedNamespace ns("mr-canary");
+  OperatorProcess operator_process(
+      {.user = "myop-canary", .namespaces = {ns.name()}, .pod_namespace = ns.name(), .extra_args = {}});
+  operator_process.start();
+
+  const std::size_t start_mark = audit_mark();
+  testenv::kubectl_apply(myresource_manifest(ns.name(), "shop", "nginx:1.27.1", 2,
+                                             "  canary:\n    replicas: 1\n", canary_annotations("1.28.0")));
+
+  // Start: "<name>-canary" with the target tag and the canary labels, owned by the MyResource.
+  REQUIRE(eventually([&] { return deployment_rolled(ns.name(), "shop-canary", "nginx:1.28.0"); }, 120s));
+  REQUIRE(eventually([&] { return deployment_rolled(ns.name(), "shop", "nginx:1.27.1"); }, 60s));
+  const std::string uid = jsonpath("myresource", ns.name(), "shop", "{.metadata.uid}");
+  CHECK(jsonpath("deployment", ns.name(), "shop-canary",
+                 "{.metadata.labels.myorg\\.io/track} {.metadata.labels.myorg\\.io/myresource} "
+                 "{.metadata.labels.app\\.kubernetes\\.io/managed-by} {.spec.replicas} "
+                 "{.spec.template.metadata.labels.myorg\\.io/track}") == "canary shop my-operator 1 canary");
+  CHECK(jsonpath("deployment", ns.name(), "shop-canary",
+                 "{.metadata.ownerReferences[0].kind} {.metadata.ownerReferences[0].uid} "
+                 "{.metadata.ownerReferences[0].controller}") == "MyResource " + uid + " true");
+  CHECK(jsonpath("deployment", ns.name(), "shop", "{.metadata.labels.myorg\\.io/track}") == "stable");
+  REQUIRE(eventually([&] { return condition_reason(ns.name(), "shop", "Canary") == "CanaryRunning"; }, 60s));
+  CHECK(condition_status(ns.name(), "shop", "Canary") == "True");
+  CHECK(jsonpath("myresource", ns.name(), "shop", "{.status.canaryImage}") == "nginx:1.28.0");
+  CHECK(
+      eventually([&] { return has_event(ns.name(), "MyResource", "shop", "Normal", "CanaryRunning"); }, 30s));
+  // Once the canary is Available the condition says so.
+  CHECK(eventually(
+      [&] {
+        return jsonpath("myresource", ns.name(), "shop",
+                        "{.status.conditions[?(@.type==\"Canary\")].message}")
+                   .find("(1/1 available)") != std::string::npos;
+      },
+      60s));
+  // Creating the canary is the operator's write (and no one else's): the audit log says so.
+  const auto created = deployment_writes(operator_process.user(), start_mark, "shop-canary");
+  INFO("operator writes of shop-canary:\n" << describe(created));
+  CHECK_FALSE(created.empty());
+
+  SECTION("promotion: spec.image set to the target rolls the stable Deployment and removes the canary") {
+    const std::size_t mark = audit_mark();
+    testenv::kubectl_or_fail("patch myresource shop -n " + ns.name() +
+                             " --type merge -p '{\"spec\":{\"image\":\"nginx:1.28.0\"}}'");
+    REQUIRE(eventually([&] { return deployment_rolled(ns.name(), "shop", "nginx:1.28.0"); }, 120s));
+    REQUIRE(eventually([&] { return deployment_gone(ns.name(), "shop-canary"); }, 60s));
+    REQUIRE(
+        eventually([&] { return condition_reason(ns.name(), "shop", "Canary") == "CanaryPromoted"; }, 60s));
+    CHECK(condition_status(ns.name(), "shop", "Canary") == "False");
+    CHECK(eventually([&] { return myresource_ready(ns.name(), "shop"); }, 60s));
+    CHECK(eventually([&] { return has_event(ns.name(), "MyResource", "shop", "Normal", "CanaryPromoted"); },
+                     30s));
+    const auto deletes = deployment_writes(operator_process.user(), mark, "shop-canary");
+    INFO("operator writes of shop-canary after the promotion:\n" << describe(deletes));
+    REQUIRE(deletes.size() >= 1);
+    CHECK(deletes.front().verb == "delete");
+    // The canary stays gone: a promoted canary is not started again.
+    std::this_thread::sleep_for(5s);
+    CHECK(deployment_gone(ns.name(), "shop-canary"));
+  }
+
+  SECTION("removal: removing the annotations deletes the canary and its condition") {
+    const std::string stable_generation = jsonpath("deployment", ns.name(), "shop", "{.metadata.generation}");
+    testenv::kubectl_or_fail("annotate myresource shop -n " + ns.name() +
+                             " myorg.io/canary- myorg.io/targetVersion-");
+    REQUIRE(eventually([&] { return deployment_gone(ns.name(), "shop-canary"); }, 60s));
+    REQUIRE(eventually(
+        [&] {
+          return jsonpath("myresource", ns.name(), "shop", "{.status.conditions[*].type}").find("Canary") ==
+                 std::string::npos;
+        },
+        60s));
+    CHECK(jsonpath("myresource", ns.name(), "shop", "{.status.canaryImage}").empty());
+    CHECK(eventually([&] { return has_event(ns.name(), "MyResource", "shop", "Normal", "CanaryRemoved"); },
+                     30s));
+    // The stable Deployment is not touched by the removal.
+    CHECK(jsonpath("deployment", ns.name(), "shop", "{.metadata.generation}") == stable_generation);
+    CHECK(container_image(ns.name(), "shop") == "nginx:1.27.1");
+    CHECK(myresource_ready(ns.name(), "shop"));
+  }
+  CHECK(operator_process.running());
+}
+
+TEST_CASE(
+    "a canary that is not Available within progressDeadlineSeconds is scaled away; the stable "
+    "Deployment is untouched",
+    "[myresource][operator][canary]") {
+  if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane and its audit log");
+  testenv::ScopedNamespace ns("mr-canary-abort");
+  OperatorProcess operator_process(
+      {.user = "myop-canary-abort", .namespaces = {ns.name()}, .pod_namespace = ns.name(), .extra_args = {}});
+  operator_process.start();
+
+  const std::string canary_spec = "  canary:\n    replicas: 1\n    progressDeadlineSeconds: 15\n";
+  testenv::kubectl_apply(myresource_manifest(ns.name(), "web", "nginx:1.27.1", 2, canary_spec));
+  REQUIRE(eventually([&] { return myresource_ready(ns.name(), "web"); }, 120s));
+  REQUIRE(eventually([&] { return deployment_rolled(ns.name(), "web", "nginx:1.27.1"); }, 60s));
+  std::this_thread::sleep_for(3s);  // trailing status writes of the first rollout
+
+  const std::string stable_fields = "{.metadata.uid} {.metadata.generation} {.metadata.resourceVersion}";
+  const std::string stable_before = jsonpath("deployment", ns.name(), "web", stable_fields);
+  const std::string template_before = jsonpath("deployment", ns.name(), "web", "{.spec.template}");
+  REQUIRE_FALSE(stable_before.empty());
+  REQUIRE_FALSE(template_before.empty());
+
+  // No node takes new pods: the stable pods keep running, the canary's stay Pending.
+  CordonedNodes cordoned;
+  const std::size_t mark = audit_mark();
+  testenv::kubectl_or_fail("annotate myresource web -n " + ns.name() +
+                           " myorg.io/canary=true myorg.io/targetVersion=1.28.0");
+
+  REQUIRE(eventually([&] { return condition_reason(ns.name(), "web", "Canary") == "CanaryRunning"; }, 60s));
+  CHECK(container_image(ns.name(), "web-canary") == "nginx:1.28.0");
+  CHECK(jsonpath("deployment", ns.name(), "web-canary", "{.spec.replicas} {.spec.progressDeadlineSeconds}") ==
+        "1 15");
+  CHECK(jsonpath("deployment", ns.name(), "web-canary", "{.status.availableReplicas}").empty());
+
+  // The deadline passes: Canary=False/CanaryFailed, a Warning event, the canary scaled to 0 and kept.
+  REQUIRE(eventually([&] { return condition_reason(ns.name(), "web", "Canary") == "CanaryFailed"; }, 90s));
+  CHECK(condition_status(ns.name(), "web", "Canary") == "False");
+  CHECK(jsonpath("myresource", ns.name(), "web", "{.status.conditions[?(@.type==\"Canary\")].message}")
+            .find("not Available within 15s") != std::string::npos);
+  CHECK(eventually([&] { return jsonpath("deployment", ns.name(), "web-canary", "{.spec.replicas}") == "0"; },
+                   30s));
+  CHECK(
+      eventually([&] { return has_event(ns.name(), "MyResource", "web", "Warning", "CanaryFailed"); }, 30s));
+  // It stays failed (not restarted) while the target is unchanged, even once nothing is pending.
+  std::this_thread::sleep_for(8s);
+  CHECK(condition_reason(ns.name(), "web", "Canary") == "CanaryFailed");
+  CHECK(jsonpath("deployment", ns.name(), "web-canary", "{.spec.replicas}") == "0");
+  CHECK(myresource_ready(ns.name(), "web"));
+
+  // The stable Deployment: the same object, generation, resourceVersion and pod template, and the
+  // operator wrote only the canary.
+  CHECK(jsonpath("deployment", ns.name(), "web", stable_fields) == stable_before);
+  CHECK(jsonpath("deployment", ns.name(), "web", "{.spec.template}") == template_before);
+  CHECK(container_image(ns.name(), "web") == "nginx:1.27.1");
+  const auto writes = audit_writes(operator_process.user(), mark);
+  INFO("operator writes during the abort:\n" << describe(writes));
+  CHECK(deployment_writes(operator_process.user(), mark, "web").empty());
+  CHECK_FALSE(deployment_writes(operator_process.user(), mark, "web-canary").empty());
+  CHECK(operator_process.running());
+}
