@@ -1,0 +1,128 @@
+// The orphan sweep (DESIGN.md "Orphan sweep") with the real operator binary on the real control
+// plane: a Deployment managed by my-operator whose controller owner MyResource is gone is reported
+// (orphanPolicy report) or deleted (orphanPolicy delete), as the feature ConfigMap says at the time.
+#include <catch2/catch.hpp>
+
+#include <exception>
+#include <thread>
+
+#include "myresource/operator_process.h"
+#include "support/testenv.h"
+
+using namespace myop;
+using namespace myop::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool deployment_gone(const std::string& namespace_, const std::string& name) {
+  auto result = testenv::kubectl("get deployment " + name + " -n " + namespace_);
+  return !result.ok() && result.output.find("NotFound") != std::string::npos;
+}
+
+bool myresource_gone(const std::string& namespace_, const std::string& name) {
+  auto result = testenv::kubectl("get myresource " + name + " -n " + namespace_);
+  return !result.ok() && result.output.find("NotFound") != std::string::npos;
+}
+
+// The garbage collector (in kube-controller-manager) deletes a Deployment whose owner is gone
+// within seconds, before any sweep of the operator could see it. The sweep is the operator's
+// answer to a cluster whose garbage collector is down or behind; this guard makes that cluster.
+class ControllerManagerStopped {
+ public:
+  ControllerManagerStopped() { testenv::stop_component("kube-controller-manager"); }
+  ~ControllerManagerStopped() {
+    if (std::uncaught_exceptions() == 0) {
+      testenv::start_component("kube-controller-manager");
+    } else {  // unwinding: no FAIL here
+      testenv::run(testenv::source_dir() + "/hack/testenv start kube-controller-manager --dir " +
+                   testenv::state_dir());
+    }
+  }
+  ControllerManagerStopped(const ControllerManagerStopped&) = delete;
+  ControllerManagerStopped& operator=(const ControllerManagerStopped&) = delete;
+};
+
+}  // namespace
+
+TEST_CASE(
+    "an orphaned Deployment is left alone without orphanSweep, reported under orphanPolicy report and "
+    "deleted under delete, switched while the operator runs",
+    "[myresource][operator][orphans]") {
+  if (!testenv::owns_control_plane())
+    FAIL("needs the ctest fixture's control plane (it stops the garbage collector)");
+  testenv::ScopedNamespace ns("mr-orphans");
+  set_feature_flags(ns.name(), {{"orphanSweep", "false"}, {"orphanPolicy", "report"}});
+  OperatorProcess operator_process({.user = "myop-orphans",
+                                    .namespaces = {ns.name()},
+                                    .pod_namespace = ns.name(),
+                                    .extra_args = {"--orphan-sweep-period", "2s"}});
+  operator_process.start();
+
+  testenv::kubectl_apply(myresource_manifest(ns.name(), "gone", "nginx:1.27.1", 1));
+  testenv::kubectl_apply(myresource_manifest(ns.name(), "kept", "nginx:1.27.1", 1));
+  REQUIRE(eventually([&] { return myresource_ready(ns.name(), "gone"); }, 120s));
+  REQUIRE(eventually([&] { return myresource_ready(ns.name(), "kept"); }, 60s));
+  const std::string owner_uid = jsonpath("myresource", ns.name(), "gone", "{.metadata.uid}");
+  const std::string orphan_uid = jsonpath("deployment", ns.name(), "gone", "{.metadata.uid}");
+  REQUIRE(jsonpath("deployment", ns.name(), "gone", "{.metadata.ownerReferences[0].uid}") == owner_uid);
+
+  // The owner goes while neither the operator (whose finalizer would delete the Deployment) nor
+  // the garbage collector runs: the Deployment stays with an owner reference to nothing.
+  operator_process.stop();
+  ControllerManagerStopped no_garbage_collector;
+  testenv::kubectl_or_fail("patch myresource gone -n " + ns.name() +
+                           " --type json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'");
+  testenv::kubectl_or_fail("delete myresource gone -n " + ns.name() + " --wait=true --timeout=60s");
+  REQUIRE(myresource_gone(ns.name(), "gone"));
+  REQUIRE(jsonpath("deployment", ns.name(), "gone", "{.metadata.ownerReferences[0].uid}") == owner_uid);
+
+  operator_process.start();
+  const std::string reported = "myoperator_orphans_total{action=\"reported\"}";
+  const std::string deleted = "myoperator_orphans_total{action=\"deleted\"}";
+
+  // orphanSweep=false: several periods pass and nothing happens.
+  std::this_thread::sleep_for(8s);
+  CHECK(operator_process.metric(reported) == -1);
+  CHECK(operator_process.metric(deleted) == -1);
+  CHECK(jsonpath("deployment", ns.name(), "gone", "{.metadata.uid}") == orphan_uid);
+
+  // orphanPolicy report: an event and the counter, once; the Deployment stays.
+  set_feature_flags(ns.name(), {{"orphanSweep", "true"}, {"orphanPolicy", "report"}});
+  REQUIRE(eventually([&] { return operator_process.metric(reported) == 1; }, 30s));
+  CHECK(
+      eventually([&] { return has_event(ns.name(), "Deployment", "gone", "Warning", "OrphanFound"); }, 30s));
+  std::this_thread::sleep_for(6s);  // three more sweeps: reported once, kept
+  CHECK(operator_process.metric(reported) == 1);
+  CHECK(operator_process.metric(deleted) == -1);
+  CHECK(jsonpath("deployment", ns.name(), "gone", "{.metadata.uid}") == orphan_uid);
+  const auto kept_events = events_about(ns.name(), "Deployment", "kept");
+  INFO("events about Deployment kept:\n" << describe(kept_events));
+  CHECK_FALSE(has_event(ns.name(), "Deployment", "kept", "Warning", "OrphanFound"));
+
+  // orphanPolicy delete: the operator deletes it (the audit log names the operator's user).
+  const std::size_t mark = audit_mark();
+  set_feature_flags(ns.name(), {{"orphanSweep", "true"}, {"orphanPolicy", "delete"}});
+  REQUIRE(eventually([&] { return deployment_gone(ns.name(), "gone"); }, 30s));
+  CHECK(eventually([&] { return operator_process.metric(deleted) == 1; }, 10s));
+  CHECK(eventually([&] { return has_event(ns.name(), "Deployment", "gone", "Warning", "OrphanDeleted"); },
+                   30s));
+  const auto writes = audit_writes(operator_process.user(), mark);
+  INFO("operator writes after the switch to delete:\n" << describe(writes));
+  int orphan_deletes = 0;
+  for (const auto& write : writes) {
+    CHECK(write.name != "kept");
+    if (write.verb == "delete" && write.resource == "deployments" && write.name == "gone" &&
+        write.code == 200)
+      ++orphan_deletes;
+  }
+  CHECK(orphan_deletes == 1);
+
+  // The Deployment whose owner exists is neither reported nor deleted.
+  std::this_thread::sleep_for(4s);
+  CHECK_FALSE(deployment_gone(ns.name(), "kept"));
+  CHECK(jsonpath("deployment", ns.name(), "kept", "{.metadata.ownerReferences[0].name}") == "kept");
+  CHECK(operator_process.metric(reported) == 1);
+  CHECK(operator_process.metric(deleted) == 1);
+  CHECK(operator_process.running());
+}
