@@ -1,0 +1,151 @@
+// Adoption with the real operator binary on the real control plane: a Deployment that carries the
+// operator's exact labels and no controller owner is taken over by the MyResource its labels name
+// (controller ownerReference, blockOwnerDeletion) and reconciled to the desired state; one with
+// another controller is left alone.
+#include <catch2/catch.hpp>
+
+#include <sstream>
+#include <thread>
+
+#include "myresource/operator_process.h"
+#include "support/testenv.h"
+
+using namespace myop;
+using namespace myop::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+bool myresource_gone(const std::string& namespace_, const std::string& name) {
+  auto result = testenv::kubectl("get myresource " + name + " -n " + namespace_);
+  return !result.ok() && result.output.find("NotFound") != std::string::npos;
+}
+
+bool deployment_rolled(const std::string& namespace_, const std::string& name, const std::string& image) {
+  const std::string line =
+      jsonpath("deployment", namespace_, name,
+               "{.spec.template.spec.containers[0].image} {.status.updatedReplicas} "
+               "{.status.availableReplicas} {.spec.replicas} {.status.observedGeneration} "
+               "{.metadata.generation}");
+  std::istringstream fields(line);
+  std::string live_image, updated, available, replicas, observed, generation;
+  fields >> live_image >> updated >> available >> replicas >> observed >> generation;
+  return live_image == image && updated == replicas && available == replicas && observed == generation;
+}
+
+// "<kind> <name> <uid> <controller> <blockOwnerDeletion>" of the only owner reference, "" without.
+std::string owner_of(const std::string& namespace_, const std::string& name) {
+  return jsonpath("deployment", namespace_, name,
+                  "{range .metadata.ownerReferences[*]}{.kind} {.name} {.uid} {.controller} "
+                  "{.blockOwnerDeletion};{end}");
+}
+
+// A Deployment as someone might have made it by hand, with the operator's labels and selector.
+std::string hand_made_deployment(const std::string& namespace_, const std::string& name,
+                                 const std::string& image, const std::string& owner_references = "") {
+  return "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: " + name +
+         "\n  namespace: " + namespace_ + "\n  labels:\n    app.kubernetes.io/name: " + name +
+         "\n    app.kubernetes.io/managed-by: my-operator\n" + "    myorg.io/myresource: " + name +
+         "\n    myorg.io/track: stable\n" + owner_references +
+         "spec:\n  replicas: 1\n  selector:\n    matchLabels:\n      app.kubernetes.io/name: " + name +
+         "\n      myorg.io/myresource: " + name + "\n      myorg.io/track: stable\n" +
+         "  template:\n    metadata:\n      labels:\n        app.kubernetes.io/name: " + name +
+         "\n        myorg.io/myresource: " + name + "\n        myorg.io/track: stable\n" +
+         "    spec:\n      containers:\n      - name: app\n        image: " + image + "\n";
+}
+
+}  // namespace
+
+TEST_CASE("a Deployment with the operator's labels and no owner is adopted by its MyResource and reconciled",
+          "[myresource][operator][adoption]") {
+  testenv::ScopedNamespace ns("mr-adopt");
+  OperatorProcess operator_process(
+      {.user = "myop-adopt", .namespaces = {ns.name()}, .pod_namespace = ns.name(), .extra_args = {}});
+
+  SECTION("left behind by kubectl delete --cascade=orphan, adopted by a new MyResource of the same name") {
+    operator_process.start();
+    testenv::kubectl_apply(myresource_manifest(ns.name(), "web", "nginx:1.27.1", 1));
+    REQUIRE(eventually([&] { return myresource_ready(ns.name(), "web"); }, 120s));
+    const std::string old_owner = jsonpath("myresource", ns.name(), "web", "{.metadata.uid}");
+    const std::string deployment_uid = jsonpath("deployment", ns.name(), "web", "{.metadata.uid}");
+
+    // The operator is stopped so its finalizer does not delete the children the user keeps; the
+    // garbage collector removes the owner reference (cascade=orphan).
+    operator_process.stop();
+    testenv::kubectl_or_fail("patch myresource web -n " + ns.name() +
+                             " --type json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'");
+    testenv::kubectl_or_fail("delete myresource web -n " + ns.name() +
+                             " --cascade=orphan --wait=true --timeout=60s");
+    REQUIRE(eventually([&] { return myresource_gone(ns.name(), "web"); }, 60s));
+    REQUIRE(eventually([&] { return owner_of(ns.name(), "web").empty(); }, 60s));
+
+    operator_process.start();
+    const std::size_t mark = audit_mark();
+    testenv::kubectl_apply(myresource_manifest(ns.name(), "web", "nginx:1.27.2", 3));
+    std::string new_owner;
+    REQUIRE(eventually(
+        [&] { return !(new_owner = jsonpath("myresource", ns.name(), "web", "{.metadata.uid}")).empty(); },
+        30s));
+    REQUIRE(new_owner != old_owner);
+    REQUIRE(eventually(
+        [&] { return owner_of(ns.name(), "web") == "MyResource web " + new_owner + " true true;"; }, 60s));
+    REQUIRE(eventually([&] { return deployment_rolled(ns.name(), "web", "nginx:1.27.2"); }, 120s));
+    CHECK(jsonpath("deployment", ns.name(), "web", "{.spec.replicas}") == "3");
+    CHECK(jsonpath("deployment", ns.name(), "web", "{.metadata.uid}") ==
+          deployment_uid);  // adopted, not replaced
+    CHECK(eventually([&] { return myresource_ready(ns.name(), "web"); }, 60s));
+    const auto writes = audit_writes(operator_process.user(), mark);
+    INFO("operator writes:\n" << describe(writes));
+    for (const auto& write : writes) {
+      if (write.resource == "deployments") CHECK(write.verb == "patch");
+    }
+  }
+
+  SECTION("made by hand before its MyResource: adopted and put into the desired state") {
+    operator_process.start();
+    auto created = testenv::kubectl_apply(hand_made_deployment(ns.name(), "api", "nginx:1.26.0"));
+    REQUIRE(created.ok());
+    REQUIRE(eventually([&] { return deployment_rolled(ns.name(), "api", "nginx:1.26.0"); }, 60s));
+    const std::string deployment_uid = jsonpath("deployment", ns.name(), "api", "{.metadata.uid}");
+
+    testenv::kubectl_apply(myresource_manifest(ns.name(), "api", "nginx:1.27.1", 2));
+    REQUIRE(eventually([&] { return myresource_ready(ns.name(), "api"); }, 120s));
+    const std::string owner = jsonpath("myresource", ns.name(), "api", "{.metadata.uid}");
+    CHECK(owner_of(ns.name(), "api") == "MyResource api " + owner + " true true;");
+    CHECK(deployment_rolled(ns.name(), "api", "nginx:1.27.1"));
+    CHECK(jsonpath("deployment", ns.name(), "api", "{.spec.replicas}") == "2");
+    CHECK(jsonpath("deployment", ns.name(), "api", "{.metadata.uid}") == deployment_uid);
+    // The operator's own marks and its hardened pod.
+    CHECK_FALSE(
+        jsonpath("deployment", ns.name(), "api", "{.metadata.annotations.myorg\\.io/spec-hash}").empty());
+    CHECK(jsonpath("deployment", ns.name(), "api",
+                   "{.spec.template.spec.securityContext.runAsNonRoot} "
+                   "{.spec.template.spec.containers[0].securityContext.allowPrivilegeEscalation}") ==
+          "true false");
+  }
+
+  SECTION("one with another controller is not adopted, and the MyResource says why") {
+    operator_process.start();
+    testenv::kubectl_or_fail("create configmap owner -n " + ns.name());
+    const std::string config_map_uid = jsonpath("configmap", ns.name(), "owner", "{.metadata.uid}");
+    const std::string owner_references =
+        "  ownerReferences:\n  - apiVersion: v1\n    kind: ConfigMap\n"
+        "    name: owner\n    uid: " +
+        config_map_uid + "\n    controller: true\n";
+    auto created =
+        testenv::kubectl_apply(hand_made_deployment(ns.name(), "taken", "nginx:1.26.0", owner_references));
+    REQUIRE(created.ok());
+    const std::string generation = jsonpath("deployment", ns.name(), "taken", "{.metadata.generation}");
+
+    testenv::kubectl_apply(myresource_manifest(ns.name(), "taken", "nginx:1.27.1", 2));
+    REQUIRE(eventually([&] { return condition_status(ns.name(), "taken", "Degraded") == "True"; }, 120s));
+    CHECK(jsonpath("myresource", ns.name(), "taken", "{.status.conditions[?(@.type==\"Degraded\")].message}")
+              .find("not controlled by this MyResource") != std::string::npos);
+    std::this_thread::sleep_for(3s);
+    CHECK(owner_of(ns.name(), "taken") == "ConfigMap owner " + config_map_uid + " true ;");
+    CHECK(jsonpath("deployment", ns.name(), "taken", "{.metadata.generation}") == generation);
+    CHECK(jsonpath("deployment", ns.name(), "taken", "{.spec.template.spec.containers[0].image}") ==
+          "nginx:1.26.0");
+  }
+  CHECK(operator_process.running());
+}
