@@ -16,6 +16,9 @@ namespace {
 
 using runtime::ReconcileResult;
 
+// The garbage collector's finalizer for a deletion with propagationPolicy Orphan.
+constexpr std::string_view kOrphanDependentsFinalizer = "orphan";
+
 EventSubject subject_of(const MyResource& resource) {
   return {std::string(kApiVersion), std::string(kKind), resource.metadata.namespace_name,
           resource.metadata.name, resource.metadata.uid};
@@ -140,7 +143,12 @@ class Pass {
     if (!resource_.metadata.has_finalizer(kFinalizer)) return ReconcileResult::done();
     std::optional<std::string> cleanup_error;
     bool children_left = false;
+    // `kubectl delete --cascade=orphan` (propagationPolicy Orphan) leaves the API server's "orphan"
+    // finalizer on the object: the user keeps the children and the garbage collector takes their
+    // owner references away. Deleting them here would override that request.
+    const bool keep_children = resource_.metadata.has_finalizer(kOrphanDependentsFinalizer);
     for (Track track : {Track::Canary, Track::Stable}) {
+      if (keep_children) break;
       std::string name = deployment_name(resource_.metadata.name, track);
       ObjectPointer child = cluster_.get_deployment(resource_.metadata.namespace_name, name);
       if (child == nullptr || !controlled_by(*child, resource_)) continue;

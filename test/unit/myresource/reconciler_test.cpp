@@ -277,6 +277,28 @@ TEST_CASE("deletion removes children, waits, then drops the finalizer", "[myreso
   CHECK_FALSE(fixture.resource().metadata.has_finalizer(kFinalizer));
 }
 
+TEST_CASE("deletion with propagationPolicy Orphan keeps the children and drops the finalizer",
+          "[myresource][reconciler]") {
+  Fixture fixture(R"({"image":"reg:5000/app:1.0","replicas":2})",
+                  R"({"myorg.io/canary":"true","myorg.io/targetVersion":"2.0"})");
+  fixture.reconcile();
+  fixture.reconcile();
+  REQUIRE(fixture.cluster->deployments.size() == 2);  // stable and canary
+  fixture.cluster->edit_myresource("web", [](Object& object) {
+    object.set_string_member(object.json()["metadata"], "deletionTimestamp", "2026-03-01T12:00:00Z");
+    JsonValue finalizers(rapidjson::kArrayType);
+    finalizers.PushBack(JsonValue("orphan", object.allocator()), object.allocator());
+    finalizers.PushBack(JsonValue("myorg.io/finalizer", object.allocator()), object.allocator());
+    object.set_member(object.json()["metadata"], "finalizers", finalizers);
+  });
+  const int deletes = fixture.cluster->deployment_deletes;
+  CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::done);
+  CHECK(fixture.cluster->deployment_deletes == deletes);
+  CHECK(fixture.cluster->deployments.size() == 2);
+  CHECK_FALSE(fixture.resource().metadata.has_finalizer(kFinalizer));
+  CHECK(fixture.resource().metadata.has_finalizer("orphan"));  // the garbage collector's, not ours
+}
+
 TEST_CASE("a same-named Deployment of someone else is never taken over", "[myresource][reconciler]") {
   Fixture fixture;
   fixture.cluster->deployments["web"] = std::make_shared<const Object>(parse_json(
