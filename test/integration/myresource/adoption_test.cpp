@@ -62,24 +62,28 @@ TEST_CASE("a Deployment with the operator's labels and no owner is adopted by it
   OperatorProcess operator_process(
       {.user = "myop-adopt", .namespaces = {ns.name()}, .pod_namespace = ns.name(), .extra_args = {}});
 
-  SECTION("left behind by kubectl delete --cascade=orphan, adopted by a new MyResource of the same name") {
+  SECTION(
+      "kept by kubectl delete --cascade=orphan while the operator runs, then adopted by a new MyResource "
+      "of the same name") {
     operator_process.start();
     testenv::kubectl_apply(myresource_manifest(ns.name(), "web", "nginx:1.27.1", 1));
     REQUIRE(eventually([&] { return myresource_ready(ns.name(), "web"); }, 120s));
     const std::string old_owner = jsonpath("myresource", ns.name(), "web", "{.metadata.uid}");
     const std::string deployment_uid = jsonpath("deployment", ns.name(), "web", "{.metadata.uid}");
 
-    // The operator is stopped so its finalizer does not delete the children the user keeps; the
-    // garbage collector removes the owner reference (cascade=orphan).
-    operator_process.stop();
-    testenv::kubectl_or_fail("patch myresource web -n " + ns.name() +
-                             " --type json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'");
+    // The user keeps the children: the operator's finalizer must not delete them, and the garbage
+    // collector removes their owner reference.
+    const std::size_t delete_mark = audit_mark();
     testenv::kubectl_or_fail("delete myresource web -n " + ns.name() +
                              " --cascade=orphan --wait=true --timeout=60s");
     REQUIRE(eventually([&] { return myresource_gone(ns.name(), "web"); }, 60s));
     REQUIRE(eventually([&] { return owner_of(ns.name(), "web").empty(); }, 60s));
+    std::this_thread::sleep_for(3s);
+    CHECK(jsonpath("deployment", ns.name(), "web", "{.metadata.uid}") == deployment_uid);
+    const auto delete_writes = audit_writes(operator_process.user(), delete_mark);
+    INFO("operator writes during the deletion:\n" << describe(delete_writes));
+    for (const auto& write : delete_writes) CHECK(write.resource != "deployments");
 
-    operator_process.start();
     const std::size_t mark = audit_mark();
     testenv::kubectl_apply(myresource_manifest(ns.name(), "web", "nginx:1.27.2", 3));
     std::string new_owner;
