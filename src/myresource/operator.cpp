@@ -79,7 +79,11 @@ class Operator::Background final : public runtime::Runnable {
         }
       }
       std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, std::chrono::seconds(5), [&] { return stop.stop_requested(); });
+      // Every 5 s, or every sweep period when that is shorter (--orphan-sweep-period 2s means 2 s).
+      wake_.wait_for(lock,
+                     std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(5),
+                                                                   owner_.options_.orphan_sweep_period),
+                     [&] { return stop.stop_requested(); });
     }
   }
 
