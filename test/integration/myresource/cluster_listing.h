@@ -18,6 +18,17 @@ namespace myop::testing {
 inline constexpr const char* kOperatorFinalizer = "myorg.io/finalizer";
 inline constexpr const char* kManagedBySelector = "app.kubernetes.io/managed-by=my-operator";
 
+// The options of an operator run by these tests: its own user, limited to `namespaces` (empty: all),
+// its feature-flag ConfigMap and Events in `pod_namespace`.
+inline OperatorOptions operator_options(const std::string& user, const std::vector<std::string>& namespaces,
+                                        const std::string& pod_namespace) {
+  OperatorOptions options;
+  options.user = user;
+  options.namespaces = namespaces;
+  options.pod_namespace = pod_namespace;
+  return options;
+}
+
 // Every object of `type` in `namespace_` ("" = all namespaces), by a fresh LIST; FAILs on error.
 inline rapidjson::Document list_objects(kube::Client& client, const kube::ResourceType& type,
                                         const std::string& namespace_,

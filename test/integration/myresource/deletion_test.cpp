@@ -118,8 +118,7 @@ TEST_CASE(
   if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane and its audit log");
   testenv::ScopedNamespace ns("mr-cleanup");
   FinalizerRelease release(ns.name());
-  OperatorProcess operator_process(
-      {.user = "myop-cleanup", .namespaces = {ns.name()}, .pod_namespace = ns.name(), .extra_args = {}});
+  OperatorProcess operator_process(operator_options("myop-cleanup", {ns.name()}, ns.name()));
   operator_process.start();
 
   REQUIRE(testenv::kubectl_apply(myresource_manifest(ns.name(), "web", "nginx:1.27.1")).ok());
@@ -252,8 +251,7 @@ TEST_CASE("deletions interrupted by a killed operator finish after its restart",
           "[myresource][operator][deletion]") {
   testenv::ScopedNamespace ns("mr-kill-delete");
   FinalizerRelease release(ns.name());
-  OperatorProcess operator_process(
-      {.user = "myop-kill-delete", .namespaces = {ns.name()}, .pod_namespace = ns.name(), .extra_args = {}});
+  OperatorProcess operator_process(operator_options("myop-kill-delete", {ns.name()}, ns.name()));
   operator_process.start();
   auto client = kube::testing::admin_client();
 

@@ -58,8 +58,7 @@ TEST_CASE(
   const auto started = std::chrono::steady_clock::now();
   testenv::ScopedNamespace ns("mr-scale");
   FinalizerRelease release(ns.name());
-  OperatorProcess operator_process(
-      {.user = "myop-scale", .namespaces = {ns.name()}, .pod_namespace = ns.name(), .extra_args = {}});
+  OperatorProcess operator_process(operator_options("myop-scale", {ns.name()}, ns.name()));
   operator_process.start();
   auto client = std::make_shared<kube::Client>(kube::testing::admin_client());
   auto writer_client = std::make_shared<kube::Client>(kube::testing::admin_client());

@@ -38,10 +38,7 @@ TEST_CASE(
 
   {
     const std::size_t mark = audit_mark();
-    OperatorProcess scoped({.user = "myop-scope-ab",
-                            .namespaces = {a.name(), b.name()},
-                            .pod_namespace = a.name(),
-                            .extra_args = {}});
+    OperatorProcess scoped(operator_options("myop-scope-ab", {a.name(), b.name()}, a.name()));
     scoped.start();
     REQUIRE(eventually([&] { return myresource_ready(a.name(), "web"); }, 120s));
     REQUIRE(eventually([&] { return myresource_ready(b.name(), "web"); }, 60s));
@@ -86,8 +83,7 @@ TEST_CASE(
     // All namespaces: it also lists what other tests left in the cluster, so only C is asserted
     // on, and the operator runs no longer than needed.
     const std::size_t mark = audit_mark();
-    OperatorProcess everywhere(
-        {.user = "myop-scope-all", .namespaces = {}, .pod_namespace = a.name(), .extra_args = {}});
+    OperatorProcess everywhere(operator_options("myop-scope-all", {}, a.name()));
     everywhere.start();
     REQUIRE(eventually([&] { return myresource_ready(c.name(), "web"); }, 120s));
     CHECK(jsonpath("myresource", c.name(), "web", "{.metadata.finalizers}").find(kOperatorFinalizer) !=
