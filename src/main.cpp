@@ -24,6 +24,7 @@
 #include "runtime/leader_election.h"
 #include "runtime/logging.h"
 #include "runtime/manager.h"
+#include "runtime/metrics_authorizer.h"
 #include "runtime/signal_watcher.h"
 #include "version.h"
 
@@ -35,6 +36,10 @@ struct Options {
   std::string namespaces;
   std::string metrics_bind_address = ":8080";
   std::string health_probe_bind_address = ":8081";
+  bool metrics_secure = false;
+  std::string metrics_cert_dir;
+  std::string metrics_cert_name = "tls.crt";
+  std::string metrics_key_name = "tls.key";
   bool leader_elect = false;
   std::string leader_election_namespace;
   std::string leader_election_id = "my-operator.myorg.io";
@@ -161,6 +166,15 @@ int main(int argc, char** argv) {
   add("namespaces", options.namespaces, "Comma-separated namespaces to watch; empty watches all namespaces");
   add("metrics-bind-address", options.metrics_bind_address, "Address the /metrics endpoint binds to; 0 disables it");
   add("health-probe-bind-address", options.health_probe_bind_address, "Address /healthz and /readyz bind to");
+  app.add_flag("--metrics-secure", options.metrics_secure,
+               "Serve /metrics over HTTPS, only to bearer tokens allowed `get` on /metrics (TokenReview + "
+               "SubjectAccessReview)")
+      ->envname(environment_name("metrics-secure"));
+  add("metrics-cert-dir", options.metrics_cert_dir,
+      "Folder of the metrics serving certificate, reloaded when it changes; empty: a self-signed one (with "
+      "--metrics-secure)");
+  add("metrics-cert-name", options.metrics_cert_name, "Certificate file name in --metrics-cert-dir");
+  add("metrics-key-name", options.metrics_key_name, "Private key file name in --metrics-cert-dir");
   app.add_flag("--leader-elect", options.leader_elect, "Elect a leader through a coordination.k8s.io Lease")
       ->envname(environment_name("leader-elect"));
   add("leader-election-namespace", options.leader_election_namespace,
@@ -183,6 +197,10 @@ int main(int argc, char** argv) {
       ->envname(environment_name("insecure-skip-tls-verify-allowed"));
 
   CLI11_PARSE(app, argc, argv);
+  if (!options.metrics_secure && !options.metrics_cert_dir.empty()) {
+    std::cerr << "--metrics-cert-dir needs --metrics-secure (metrics are plain HTTP without it)\n";
+    return EXIT_FAILURE;
+  }
   std::chrono::seconds resync_period;
   std::chrono::seconds orphan_sweep_period;
   try {
@@ -234,12 +252,16 @@ int main(int argc, char** argv) {
   spdlog::info(
       "my-operator {} starting: server={} context={} namespaces={} operator-namespace={} leader-elect={} "
       "max-concurrent-reconciles={} qps={} burst={} resync-period={}s orphan-sweep-period={}s config-map={} "
-      "metrics={} probes={}",
+      "metrics={} metrics-secure={} metrics-cert={} probes={}",
       myop::kVersion, config->server, config->context_name.empty() ? "(in-cluster)" : config->context_name,
       namespaces.empty() ? "(all)" : options.namespaces, own_namespace, options.leader_elect,
       options.max_concurrent_reconciles, options.qps, options.burst, resync_period.count(),
-      orphan_sweep_period.count(), options.config_map,
-      options.metrics_bind_address, options.health_probe_bind_address);
+      orphan_sweep_period.count(), options.config_map, options.metrics_bind_address, options.metrics_secure,
+      !options.metrics_secure            ? std::string("(plain HTTP)")
+      : options.metrics_cert_dir.empty() ? std::string("(self-signed)")
+                                         : options.metrics_cert_dir + "/{" + options.metrics_cert_name + "," +
+                                               options.metrics_key_name + "}",
+      options.health_probe_bind_address);
 
   if (!preflight(*client, namespaces)) return EXIT_FAILURE;
 
@@ -247,6 +269,16 @@ int main(int argc, char** argv) {
   manager_options.metrics_bind_address = options.metrics_bind_address;
   manager_options.health_probe_bind_address = options.health_probe_bind_address;
   manager_options.registry = registry;
+  if (options.metrics_secure) {
+    // Every scrape is authenticated (TokenReview) and authorized (SubjectAccessReview, `get` on
+    // /metrics) by the API server, as controller-runtime's WithAuthenticationAndAuthorization.
+    manager_options.metrics_secure = true;
+    manager_options.metrics_cert_dir = options.metrics_cert_dir;
+    manager_options.metrics_cert_name = options.metrics_cert_name;
+    manager_options.metrics_key_name = options.metrics_key_name;
+    manager_options.metrics_authorizer = std::make_shared<myop::runtime::MetricsAuthorizer>(
+        std::make_shared<myop::runtime::KubeAccessReviewer>(client));
+  }
   std::shared_ptr<myop::runtime::LeaseLeaderElector> elector;
   if (options.leader_elect) {
     myop::runtime::LeaderElectionOptions election;

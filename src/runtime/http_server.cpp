@@ -6,9 +6,11 @@
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <boost/beast/version.hpp>
 
 #include <charconv>
+#include <type_traits>
 
 #include "runtime/logging.h"
 
@@ -39,29 +41,51 @@ namespace {
 
 constexpr auto kConnectionDeadline = std::chrono::seconds(10);
 
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  Session(tcp::socket socket, const std::map<std::string, HttpHandler>& handlers)
-      : stream_(std::move(socket)), handlers_(handlers) {}
+using Handlers = std::map<std::string, HttpHandler>;
+using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
-  void run() { read(); }
+// One connection: [TLS handshake], then requests until the peer closes, keep-alive ends or the
+// deadline passes. `Stream` is beast::tcp_stream (HTTP) or TlsStream (HTTPS).
+template <typename Stream>
+class Session : public std::enable_shared_from_this<Session<Stream>> {
+  static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
+
+ public:
+  Session(tcp::socket socket, const Handlers& handlers) requires(!kTls)
+      : stream_(std::move(socket)), handlers_(handlers) {}
+  // The session holds the context it started with, so a reload never frees it under the session.
+  Session(tcp::socket socket, std::shared_ptr<asio::ssl::context> context, const Handlers& handlers) requires kTls
+      : context_(std::move(context)), stream_(std::move(socket), *context_), handlers_(handlers) {}
+
+  void run() {
+    if constexpr (kTls) {
+      beast::get_lowest_layer(stream_).expires_after(kConnectionDeadline);
+      stream_.async_handshake(asio::ssl::stream_base::server,
+                              [self = this->shared_from_this()](beast::error_code error) {
+                                // A failed handshake (plain HTTP, an old protocol, an untrusting
+                                // client) just ends the connection.
+                                if (error) return self->close_socket();
+                                self->read();
+                              });
+    } else {
+      read();
+    }
+  }
 
  private:
   void read() {
     request_ = {};
-    stream_.expires_after(kConnectionDeadline);
-    http::async_read(stream_, buffer_, request_,
-                     [self = shared_from_this()](beast::error_code error, std::size_t) { self->on_read(error); });
+    beast::get_lowest_layer(stream_).expires_after(kConnectionDeadline);
+    http::async_read(stream_, buffer_, request_, [self = this->shared_from_this()](beast::error_code error, std::size_t) {
+      self->on_read(error);
+    });
   }
 
   void on_read(beast::error_code error) {
-    if (error) {
-      stream_.socket().shutdown(tcp::socket::shutdown_send, error);
-      return;
-    }
+    if (error) return finish();
     response_ = build_response();
     response_.prepare_payload();
-    http::async_write(stream_, response_, [self = shared_from_this()](beast::error_code write_error, std::size_t) {
+    http::async_write(stream_, response_, [self = this->shared_from_this()](beast::error_code write_error, std::size_t) {
       self->on_write(write_error);
     });
   }
@@ -95,24 +119,40 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     response.result(answer.status);
     response.set(http::field::content_type, answer.content_type);
+    if (answer.status == 401) response.set(http::field::www_authenticate, "Bearer");
     if (request_.method() == http::verb::get) response.body() = std::move(answer.body);
     return response;
   }
 
   void on_write(beast::error_code error) {
-    if (error) return;
-    if (!response_.keep_alive()) {
-      stream_.socket().shutdown(tcp::socket::shutdown_send, error);
-      return;
-    }
+    if (error) return close_socket();
+    if (!response_.keep_alive()) return finish();
     read();
   }
 
-  beast::tcp_stream stream_;
+  // The orderly end: TLS close_notify (bounded by the deadline), then the TCP half-close.
+  void finish() {
+    if constexpr (kTls) {
+      beast::get_lowest_layer(stream_).expires_after(std::chrono::seconds(2));
+      stream_.async_shutdown([self = this->shared_from_this()](beast::error_code) { self->close_socket(); });
+    } else {
+      beast::error_code ignored;
+      stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+    }
+  }
+
+  void close_socket() {
+    beast::error_code ignored;
+    beast::get_lowest_layer(stream_).socket().shutdown(tcp::socket::shutdown_both, ignored);
+    beast::get_lowest_layer(stream_).socket().close(ignored);
+  }
+
+  std::shared_ptr<asio::ssl::context> context_;  // null for plain HTTP
+  Stream stream_;
   beast::flat_buffer buffer_;
   http::request<http::string_body> request_;
   http::response<http::string_body> response_;
-  const std::map<std::string, HttpHandler>& handlers_;
+  const Handlers& handlers_;
 };
 
 }  // namespace
@@ -121,11 +161,18 @@ struct HttpServer::Implementation {
   asio::io_context context{1};
   tcp::acceptor acceptor{context};
   const std::map<std::string, HttpHandler>* handlers = nullptr;
+  std::shared_ptr<TlsContextProvider> tls;  // null: plain HTTP
 
   void accept() {
     acceptor.async_accept(asio::make_strand(context), [this](beast::error_code error, tcp::socket socket) {
       if (error == asio::error::operation_aborted || !acceptor.is_open()) return;
-      if (!error) std::make_shared<Session>(std::move(socket), *handlers)->run();
+      if (!error) {
+        if (!tls) {
+          std::make_shared<Session<beast::tcp_stream>>(std::move(socket), *handlers)->run();
+        } else if (auto tls_context = tls->tls_context()) {
+          std::make_shared<Session<TlsStream>>(std::move(socket), std::move(tls_context), *handlers)->run();
+        }
+      }
       accept();
     });
   }
@@ -146,6 +193,8 @@ std::optional<std::string> HttpServer::start(const std::string& bind_address) {
   if (!address) return "invalid bind address \"" + bind_address + "\" for the " + name_ + " server (want host:port)";
   implementation_ = std::make_unique<Implementation>();
   implementation_->handlers = &handlers_;
+  implementation_->tls = tls_;
+  if (tls_ && !tls_->tls_context()) return "the " + name_ + " server has no TLS certificate to serve";
   beast::error_code error;
   asio::ip::address ip = address->host.empty() ? asio::ip::address(asio::ip::address_v6::any())
                                                : asio::ip::make_address(address->host, error);
@@ -177,7 +226,8 @@ std::optional<std::string> HttpServer::start(const std::string& bind_address) {
       log(spdlog::level::err, "HTTP server stopped on an exception", {{"server", name_}, {"error", exception.what()}});
     }
   });
-  log(spdlog::level::info, "Serving HTTP", {{"server", name_}, {"address", bind_address}, {"port", std::to_string(port_)}});
+  log(spdlog::level::info, tls_ ? "Serving HTTPS" : "Serving HTTP",
+      {{"server", name_}, {"address", bind_address}, {"port", std::to_string(port_)}});
   return std::nullopt;
 }
 

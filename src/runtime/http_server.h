@@ -1,7 +1,8 @@
 #pragma once
 // A small HTTP/1.1 server for probes and metrics on Boost.Beast (cpprestsdk's http_listener is not
 // meant for production serving). GET and HEAD only; one thread; every connection has a deadline so
-// a stuck scraper cannot pin it.
+// a stuck scraper cannot pin it. Plain HTTP, or HTTPS (TLS 1.2+) with serve_tls(): each new
+// connection takes the provider's current context, so a reloaded certificate serves the next one.
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -9,6 +10,8 @@
 #include <optional>
 #include <string>
 #include <thread>
+
+#include "runtime/tls_context_provider.h"
 
 namespace myop::runtime {
 
@@ -46,6 +49,10 @@ class HttpServer {
   void handle(const std::string& path, HttpHandler handler);
   void handle(const std::string& path, std::function<HttpResponse()> handler);
 
+  // Serve HTTPS with the provider's certificate instead of plain HTTP. Call before start().
+  void serve_tls(std::shared_ptr<TlsContextProvider> provider) { tls_ = std::move(provider); }
+  bool serves_tls() const { return tls_ != nullptr; }
+
   // Binds and starts serving on a thread. Returns an error message when the address cannot be used.
   std::optional<std::string> start(const std::string& bind_address);
   // The bound port (useful with port 0).
@@ -56,6 +63,7 @@ class HttpServer {
   struct Implementation;
   std::string name_;
   std::map<std::string, HttpHandler> handlers_;
+  std::shared_ptr<TlsContextProvider> tls_;
   std::unique_ptr<Implementation> implementation_;
   std::thread thread_;
   std::uint16_t port_ = 0;

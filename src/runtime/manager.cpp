@@ -2,7 +2,10 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <unistd.h>
+
 #include <condition_variable>
+#include <filesystem>
 #include <future>
 #include <thread>
 
@@ -13,6 +16,23 @@ namespace myop::runtime {
 namespace {
 
 bool disabled(const std::string& bind_address) { return bind_address.empty() || bind_address == "0"; }
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) text += (text.empty() ? "" : ",") + name;
+  return text;
+}
+
+void log_certificate(const std::string& message, const std::string& source, const CertificateDescription& certificate) {
+  log(certificate.expired ? spdlog::level::warn : spdlog::level::info, message,
+      {{"source", source},
+       {"subject", certificate.subject},
+       {"serial", certificate.serial},
+       {"names", joined(certificate.names)},
+       {"notAfter", certificate.not_after},
+       {"sha256", certificate.sha256_fingerprint},
+       {"expired", certificate.expired ? "true" : "false"}});
+}
 
 }  // namespace
 
@@ -26,6 +46,7 @@ Manager::Manager(ManagerOptions options) : options_(std::move(options)) {
 Manager::~Manager() {
   metrics_server_.stop();
   probe_server_.stop();
+  if (certificate_watcher_) certificate_watcher_->stop();
 }
 
 void Manager::add_collectable(std::shared_ptr<prometheus::Collectable> collectable) {
@@ -71,8 +92,11 @@ HttpResponse Manager::readyz() {
 
 HttpResponse Manager::metrics(const HttpRequest& request) {
   if (options_.metrics_authorizer) {
-    const std::string verb = request.method == "HEAD" ? "head" : "get";
-    auto authorization = options_.metrics_authorizer->authorize(request.authorization, verb, request.path);
+    auto authorization =
+        options_.metrics_authorizer->authorize(request.authorization, non_resource_verb(request.method), request.path);
+    if (authorization.decision == ScrapeDecision::Unavailable) {
+      log(spdlog::level::err, "Cannot authorize a metrics scrape", {{"error", authorization.message}});
+    }
     if (authorization.decision != ScrapeDecision::Allowed) {
       return {static_cast<unsigned>(authorization.http_status), "text/plain; charset=utf-8", authorization.message + "\n"};
     }
@@ -83,6 +107,38 @@ HttpResponse Manager::metrics(const HttpRequest& request) {
     families.insert(families.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
   }
   return {200, "text/plain; version=0.0.4; charset=utf-8", prometheus::TextSerializer().Serialize(families)};
+}
+
+std::optional<std::string> Manager::prepare_metrics_tls() {
+  if (options_.metrics_cert_dir.empty()) {
+    // As controller-runtime does without a cert dir: a certificate nobody can verify, but the
+    // bearer token still travels encrypted. Scrapers must skip verification (or pin it).
+    std::vector<std::string> names = {"localhost", "127.0.0.1", "::1"};
+    char host[256] = {};
+    if (gethostname(host, sizeof(host) - 1) == 0 && host[0] != '\0') names.insert(names.begin(), host);
+    auto pair = generate_self_signed_certificate(names);
+    if (!pair) return "cannot make a self-signed certificate: " + pair.error().message;
+    auto context = make_server_tls_context(*pair);
+    if (!context) return "cannot use the self-signed certificate: " + context.error().message;
+    log_certificate("Serving metrics with a self-signed certificate made in memory (set --metrics-cert-dir "
+                    "to serve a verifiable one)",
+                    "self-signed", inspect_certificate_pair(*pair).value());
+    log(spdlog::level::info, "Self-signed metrics certificate", {{"pem", pair->certificate_pem}});
+    metrics_server_.serve_tls(std::make_shared<FixedTlsContextProvider>(std::move(context).value()));
+    return std::nullopt;
+  }
+  const std::filesystem::path folder(options_.metrics_cert_dir);
+  const std::string certificate = (folder / options_.metrics_cert_name).string();
+  const std::string key = (folder / options_.metrics_key_name).string();
+  auto watcher = std::make_shared<CertificateWatcher>(certificate, key, options_.metrics_cert_poll_interval);
+  auto loaded = watcher->load();
+  if (!loaded) return "--metrics-cert-dir: " + loaded.error().message;
+  log_certificate("Serving metrics with the certificate of --metrics-cert-dir, reloaded when its files change",
+                  certificate, *loaded);
+  watcher->start();
+  certificate_watcher_ = watcher;
+  metrics_server_.serve_tls(std::move(watcher));
+  return std::nullopt;
 }
 
 bool Manager::wait_for_caches(std::stop_token stop) {
@@ -118,6 +174,17 @@ int Manager::run(std::stop_token stop) {
     }
   }
   if (!disabled(options_.metrics_bind_address)) {
+    if (options_.metrics_secure && !options_.metrics_authorizer) {
+      log(spdlog::level::warn, "Metrics are served over HTTPS without authorization: anyone reaching the port reads them",
+          {});
+    }
+    if (options_.metrics_secure) {
+      if (auto error = prepare_metrics_tls()) {
+        log(spdlog::level::err, "Cannot serve metrics over HTTPS", {{"error", *error}});
+        probe_server_.stop();
+        return 1;
+      }
+    }
     if (auto error = metrics_server_.start(options_.metrics_bind_address)) {
       log(spdlog::level::err, "Cannot serve metrics", {{"error", *error}});
       probe_server_.stop();
@@ -178,6 +245,7 @@ bool Manager::shut_down() {
   for (const auto& runnable : runnables_) runnable->stop();
   metrics_server_.stop();
   probe_server_.stop();
+  if (certificate_watcher_) certificate_watcher_->stop();
   log(spdlog::level::info, "Stopped", {{"clean", clean ? "true" : "false"}});
   return clean;
 }

@@ -6,7 +6,9 @@
 //
 // /healthz answers 200 while the process runs (and every health check passes).
 // /readyz answers 200 once every cache has synced (and every ready check passes), else 503.
-// /metrics serves the registry in the Prometheus text format.
+// /metrics serves the registry in the Prometheus text format, over HTTPS with metrics_secure
+// (a certificate from metrics_cert_dir, reloaded when its files change, or a self-signed one made
+// at start), and only to scrapers the metrics_authorizer allows. Probes stay plain HTTP.
 #include <prometheus/collectable.h>
 #include <prometheus/registry.h>
 
@@ -21,6 +23,7 @@
 
 #include "runtime/clock.h"
 #include "runtime/controller.h"
+#include "runtime/cert_watcher.h"
 #include "runtime/http_server.h"
 #include "runtime/leader_elector.h"
 #include "runtime/metrics_authorizer.h"
@@ -40,6 +43,13 @@ struct ManagerOptions {
   // Null: /metrics is open (bind it to localhost or protect it with a NetworkPolicy). Set: every
   // scrape needs a bearer token allowed `get` on /metrics (TokenReview + SubjectAccessReview).
   std::shared_ptr<MetricsAuthorizer> metrics_authorizer;
+  // HTTPS for /metrics (--metrics-secure). With a cert dir, <dir>/<cert name> and <dir>/<key name>
+  // are served and polled for changes; without one, a self-signed certificate is made in memory.
+  bool metrics_secure = false;
+  std::string metrics_cert_dir;
+  std::string metrics_cert_name = "tls.crt";
+  std::string metrics_key_name = "tls.key";
+  std::chrono::milliseconds metrics_cert_poll_interval = std::chrono::seconds(5);
 };
 
 // A named check; returns an error text when failing.
@@ -73,6 +83,8 @@ class Manager {
   HttpResponse healthz();
   HttpResponse readyz();
   HttpResponse metrics(const HttpRequest& request);
+  // The metrics server's TLS certificate (metrics_secure); an error text when it cannot be had.
+  std::optional<std::string> prepare_metrics_tls();
   bool wait_for_caches(std::stop_token stop);
   bool shut_down();
 
@@ -85,6 +97,7 @@ class Manager {
   std::vector<std::pair<std::string, Check>> ready_checks_;
   HttpServer metrics_server_{"metrics"};
   HttpServer probe_server_{"health probe"};
+  std::shared_ptr<CertificateWatcher> certificate_watcher_;
   std::atomic<bool> caches_synced_{false};
   std::atomic<bool> leadership_lost_{false};
   std::stop_source internal_stop_;

@@ -75,6 +75,13 @@ ScrapeAuthorization answer(ScrapeDecision decision, std::string user, std::strin
 
 }  // namespace
 
+std::string non_resource_verb(std::string_view http_method) {
+  std::string verb(http_method);
+  for (char& c : verb)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return verb;
+}
+
 std::optional<std::string_view> bearer_token(std::string_view header) {
   while (!header.empty() && header.front() == ' ') header.remove_prefix(1);
   while (!header.empty() && header.back() == ' ') header.remove_suffix(1);

@@ -75,6 +75,13 @@ struct ScrapeAuthorization {
   std::string message;  // for the response body and the log; never contains the token
 };
 
+// The RBAC verb of a request for a non-resource URL such as /metrics: the lower-cased HTTP method
+// ("GET" -> "get", "HEAD" -> "head"), exactly as the API server's RequestInfo names it for
+// non-resource requests and as controller-runtime's metrics filter asks it. (Only resource
+// requests under /api and /apis map HEAD to "get".) So a role granting `get` on /metrics allows
+// GET scrapes; HEAD needs `head` too, on the API server's own /metrics as on ours.
+std::string non_resource_verb(std::string_view http_method);
+
 // The token of an "Authorization: Bearer <token>" header value; nullopt for anything else.
 std::optional<std::string_view> bearer_token(std::string_view authorization_header);
 

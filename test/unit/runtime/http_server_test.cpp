@@ -1,7 +1,13 @@
 #include <catch2/catch.hpp>
 
+#include <boost/asio/ssl/context.hpp>
+
+#include <mutex>
+
 #include "http_get.h"
+#include "https_get.h"
 #include "runtime/http_server.h"
+#include "runtime/tls_certificate.h"
 
 using namespace myop::runtime;
 using myop::runtime::testing::http_request;
@@ -47,4 +53,74 @@ TEST_CASE("a port in use is an error value, not a crash", "[runtime][http_server
   REQUIRE(error);
   CHECK_THAT(*error, Catch::Contains("cannot listen"));
   CHECK(second.start("nonsense"));
+}
+
+namespace {
+
+// A provider whose certificate the test switches, as a certificate reload does.
+class SwitchableTls final : public TlsContextProvider {
+ public:
+  void use(const CertificatePair& pair) {
+    auto context = make_server_tls_context(pair);
+    REQUIRE(context.ok());
+    std::lock_guard lock(mutex_);
+    context_ = *context;
+  }
+  std::shared_ptr<boost::asio::ssl::context> tls_context() override {
+    std::lock_guard lock(mutex_);
+    return context_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::shared_ptr<boost::asio::ssl::context> context_;
+};
+
+CertificatePair self_signed() {
+  auto pair = generate_self_signed_certificate({"localhost", "127.0.0.1"});
+  REQUIRE(pair.ok());
+  return *pair;
+}
+
+}  // namespace
+
+TEST_CASE("over HTTPS: verified by its CA, each new connection gets the current certificate, plain HTTP and "
+          "TLS 1.1 are refused",
+          "[runtime][http_server][tls]") {
+  using myop::runtime::testing::https_get;
+  const CertificatePair first = self_signed();
+  const CertificatePair second = self_signed();
+  auto tls = std::make_shared<SwitchableTls>();
+  tls->use(first);
+  HttpServer server("secure");
+  server.serve_tls(tls);
+  server.handle("/metrics", [](const HttpRequest& request) {
+    return HttpResponse{200, "text/plain", "method=" + request.method + " auth=" + request.authorization};
+  });
+  REQUIRE_FALSE(server.start("127.0.0.1:0"));
+
+  auto answer = https_get(server.port(), "Bearer abc", first.certificate_pem);
+  INFO(answer.error);
+  REQUIRE(answer.connected);
+  CHECK(answer.status == 200);
+  CHECK(answer.body == "method=GET auth=Bearer abc");
+  CHECK(answer.served_serial == inspect_certificate_pair(first)->serial);
+
+  // Another CA does not verify it: the client really checks.
+  CHECK_FALSE(https_get(server.port(), "", second.certificate_pem).connected);
+
+  tls->use(second);
+  auto rotated = https_get(server.port(), "", second.certificate_pem);
+  INFO(rotated.error);
+  CHECK(rotated.connected);
+  CHECK(rotated.status == 200);
+  CHECK(rotated.served_serial == inspect_certificate_pair(second)->serial);
+
+  // Below TLS 1.2: no handshake.
+  auto old_protocol = https_get(server.port(), "", "", TLS1_1_VERSION);
+  CHECK_FALSE(old_protocol.connected);
+
+  // Plain HTTP to the HTTPS port gets no HTTP answer.
+  CHECK_THROWS(http_request(server.port(), "/metrics"));
+  server.stop();
 }

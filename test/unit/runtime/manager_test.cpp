@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "http_get.h"
+#include "https_get.h"
 #include "runtime/manager.h"
 
 using namespace std::chrono_literals;
@@ -237,4 +238,34 @@ TEST_CASE("/metrics asks the authorizer when one is configured", "[runtime][mana
   CHECK(http_request(manager.probe_port(), "/healthz").status == 200);
   stop.request_stop();
   CHECK(exit_code.get() == 0);
+}
+
+TEST_CASE("--metrics-secure: /metrics over HTTPS (self-signed), authorized; probes plain", "[runtime][manager][tls]") {
+  using myop::runtime::testing::https_get;
+  auto options = local_options();
+  options.metrics_secure = true;
+  options.metrics_authorizer = std::make_shared<MetricsAuthorizer>(std::make_shared<AllowOneToken>());
+  Manager manager(options);
+  std::stop_source stop;
+  auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
+  REQUIRE(eventually([&] { return manager.caches_synced() && manager.metrics_port() != 0; }));
+  CHECK(https_get(manager.metrics_port()).status == 401);
+  CHECK(https_get(manager.metrics_port(), "Bearer unknown").status == 401);
+  CHECK(https_get(manager.metrics_port(), "Bearer reader-less").status == 403);
+  auto allowed = https_get(manager.metrics_port(), "Bearer good");
+  CHECK(allowed.status == 200);
+  CHECK_FALSE(allowed.served_serial.empty());
+  CHECK_THROWS(http_request(manager.metrics_port(), "/metrics", boost::beast::http::verb::get, "Bearer good"));
+  CHECK(http_request(manager.probe_port(), "/healthz").status == 200);
+  stop.request_stop();
+  CHECK(exit_code.get() == 0);
+}
+
+TEST_CASE("--metrics-secure with a cert dir that has no certificate does not start", "[runtime][manager][tls]") {
+  auto options = local_options();
+  options.metrics_secure = true;
+  options.metrics_cert_dir = "/nonexistent/metrics-certs";
+  Manager manager(options);
+  std::stop_source stop;
+  CHECK(manager.run(stop.get_token()) == 1);
 }

@@ -1,0 +1,169 @@
+#include "runtime/cert_watcher.h"
+
+#include <openssl/evp.h>
+
+#include <array>
+#include <fstream>
+#include <sstream>
+
+#include "runtime/logging.h"
+
+namespace myop::runtime {
+namespace {
+
+std::string sha256_hex(const std::string& data) {
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  EVP_Digest(data.data(), data.size(), digest.data(), &length, EVP_sha256(), nullptr);
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string hex;
+  for (unsigned int i = 0; i < length; ++i) {
+    hex += kHex[digest[i] >> 4];
+    hex += kHex[digest[i] & 0x0f];
+  }
+  return hex;
+}
+
+std::string pair_digest(const CertificatePair& pair) {
+  return sha256_hex(pair.certificate_pem) + sha256_hex(pair.key_pem);
+}
+
+bool read_file(const std::string& path, std::string& content) {
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return false;
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) return false;
+  content = text.str();
+  return true;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& name : names) text += (text.empty() ? "" : ",") + name;
+  return text;
+}
+
+}  // namespace
+
+CertificateReloadTracker::Action CertificateReloadTracker::seen(const std::string& digest) const {
+  if (digest == loaded_ || digest == refused_) return Action::Keep;
+  return Action::Load;
+}
+
+void CertificateReloadTracker::loaded(const std::string& digest) {
+  loaded_ = digest;
+  refused_.clear();
+}
+
+void CertificateReloadTracker::refused(const std::string& digest) { refused_ = digest; }
+
+CertificateWatcher::CertificateWatcher(std::string certificate_path, std::string key_path,
+                                       std::chrono::milliseconds poll_interval)
+    : certificate_path_(std::move(certificate_path)), key_path_(std::move(key_path)), poll_interval_(poll_interval) {}
+
+CertificateWatcher::~CertificateWatcher() { stop(); }
+
+CertificateWatcher::Read CertificateWatcher::read_files() const {
+  Read read;
+  if (!read_file(certificate_path_, read.pair.certificate_pem))
+    read.error = "cannot read the certificate file " + certificate_path_;
+  else if (!read_file(key_path_, read.pair.key_pem))
+    read.error = "cannot read the private key file " + key_path_;
+  return read;
+}
+
+kube::Result<CertificateDescription> CertificateWatcher::load() {
+  Read read = read_files();
+  if (!read.error.empty()) return kube::make_error(kube::Reason::InvalidConfiguration, read.error);
+  auto context = make_server_tls_context(read.pair);
+  if (!context) {
+    return kube::make_error(kube::Reason::InvalidConfiguration,
+                            certificate_path_ + " and " + key_path_ + " are not a usable serving certificate: " +
+                                context.error().message);
+  }
+  auto description = inspect_certificate_pair(read.pair);
+  std::lock_guard lock(mutex_);
+  context_ = std::move(context).value();
+  current_ = description.value();
+  tracker_.loaded(pair_digest(read.pair));
+  return description;
+}
+
+bool CertificateWatcher::poll() {
+  Read read = read_files();
+  if (!read.error.empty()) {
+    // Between the two writes of a rotation a file may be missing for a moment: keep serving.
+    if (read.error != last_read_error_)
+      log(spdlog::level::err, "Cannot reload the serving certificate; keeping the current one",
+          {{"error", read.error}});
+    last_read_error_ = read.error;
+    return false;
+  }
+  last_read_error_.clear();
+  const std::string digest = pair_digest(read.pair);
+  if (tracker_.seen(digest) == CertificateReloadTracker::Action::Keep) return false;
+  auto context = make_server_tls_context(read.pair);
+  if (!context) {
+    tracker_.refused(digest);
+    log(spdlog::level::err, "The changed certificate files do not load; keeping the current certificate",
+        {{"certificate", certificate_path_}, {"key", key_path_}, {"error", context.error().message}});
+    return false;
+  }
+  const CertificateDescription description = inspect_certificate_pair(read.pair).value();
+  {
+    std::lock_guard lock(mutex_);
+    context_ = std::move(context).value();
+    current_ = description;
+  }
+  tracker_.loaded(digest);
+  log(description.expired ? spdlog::level::warn : spdlog::level::info, "Reloaded the serving certificate",
+      {{"certificate", certificate_path_},
+       {"subject", description.subject},
+       {"serial", description.serial},
+       {"names", joined(description.names)},
+       {"notAfter", description.not_after},
+       {"sha256", description.sha256_fingerprint},
+       {"expired", description.expired ? "true" : "false"}});
+  return true;
+}
+
+void CertificateWatcher::start() {
+  std::lock_guard lock(mutex_);
+  if (thread_.joinable()) return;
+  stopping_ = false;
+  thread_ = std::thread([this] {
+    std::unique_lock lock(mutex_);
+    while (!stopping_) {
+      if (wake_.wait_for(lock, poll_interval_, [this] { return stopping_; })) break;
+      lock.unlock();
+      try {
+        poll();
+      } catch (const std::exception& exception) {
+        log(spdlog::level::err, "Certificate reload failed", {{"error", exception.what()}});
+      }
+      lock.lock();
+    }
+  });
+}
+
+void CertificateWatcher::stop() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+std::shared_ptr<boost::asio::ssl::context> CertificateWatcher::tls_context() {
+  std::lock_guard lock(mutex_);
+  return context_;
+}
+
+CertificateDescription CertificateWatcher::current() const {
+  std::lock_guard lock(mutex_);
+  return current_;
+}
+
+}  // namespace myop::runtime

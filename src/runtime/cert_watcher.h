@@ -1,0 +1,76 @@
+#pragma once
+// Serves a certificate and key from files and reloads them when they change, as
+// controller-runtime's certwatcher does: cert-manager, or a kubelet refreshing a mounted Secret,
+// rotates the files and the next TLS connection gets the new pair without a restart.
+//
+// The files are polled (read and compared, so a Secret volume's atomic symlink swap and an
+// in-place rewrite are both seen, whatever the mtime granularity). A new pair that does not
+// load (half written, key of another certificate, garbage) is logged once and the previous pair
+// keeps being served; the next change is tried again.
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "kube/errors.h"
+#include "runtime/tls_certificate.h"
+#include "runtime/tls_context_provider.h"
+
+namespace myop::runtime {
+
+// The reload decision, without I/O: given a digest of what the files hold now, try to load
+// them, or keep what is served. A pair already served, or already refused, is not tried again.
+class CertificateReloadTracker {
+ public:
+  enum class Action { Keep, Load };
+  Action seen(const std::string& digest) const;
+  void loaded(const std::string& digest);
+  void refused(const std::string& digest);
+
+ private:
+  std::string loaded_;
+  std::string refused_;
+};
+
+class CertificateWatcher final : public TlsContextProvider {
+ public:
+  CertificateWatcher(std::string certificate_path, std::string key_path,
+                     std::chrono::milliseconds poll_interval = std::chrono::seconds(5));
+  ~CertificateWatcher() override;
+  CertificateWatcher(const CertificateWatcher&) = delete;
+  CertificateWatcher& operator=(const CertificateWatcher&) = delete;
+
+  // Reads and loads the pair once, before serving. The error names the file and what is wrong.
+  kube::Result<CertificateDescription> load();
+  // Polls in the background until stop().
+  void start();
+  void stop();
+  // One poll: reads the files and swaps in a changed pair that loads. True when it swapped.
+  bool poll();
+
+  std::shared_ptr<boost::asio::ssl::context> tls_context() override;
+  CertificateDescription current() const;
+
+ private:
+  struct Read {
+    CertificatePair pair;
+    std::string error;  // non-empty: a file could not be read
+  };
+  Read read_files() const;
+
+  const std::string certificate_path_;
+  const std::string key_path_;
+  const std::chrono::milliseconds poll_interval_;
+  mutable std::mutex mutex_;
+  std::shared_ptr<boost::asio::ssl::context> context_;
+  CertificateDescription current_;
+  CertificateReloadTracker tracker_;  // used by the polling thread only (and load() before it)
+  std::string last_read_error_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace myop::runtime

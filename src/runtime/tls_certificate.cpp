@@ -1,0 +1,214 @@
+#include "runtime/tls_certificate.h"
+
+#include <arpa/inet.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/ec.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+#include <openssl/rand.h>
+#include <openssl/ssl.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include <boost/asio/ssl/context.hpp>
+
+#include <array>
+#include <cstdio>
+
+namespace myop::runtime {
+namespace {
+
+template <typename T, void (*Free)(T*)>
+struct Deleter {
+  void operator()(T* pointer) const { Free(pointer); }
+};
+using Bio = std::unique_ptr<BIO, Deleter<BIO, BIO_free_all>>;
+using X509Pointer = std::unique_ptr<X509, Deleter<X509, X509_free>>;
+using KeyPointer = std::unique_ptr<EVP_PKEY, Deleter<EVP_PKEY, EVP_PKEY_free>>;
+using Names = std::unique_ptr<GENERAL_NAMES, Deleter<GENERAL_NAMES, GENERAL_NAMES_free>>;
+
+kube::Error invalid(std::string message) {
+  return kube::make_error(kube::Reason::InvalidConfiguration, std::move(message));
+}
+
+// The newest OpenSSL error queue entry as text (and the queue emptied), for messages.
+std::string openssl_error() {
+  const unsigned long code = ERR_get_error();
+  ERR_clear_error();
+  if (code == 0) return "unknown OpenSSL error";
+  std::array<char, 256> text{};
+  ERR_error_string_n(code, text.data(), text.size());
+  return text.data();
+}
+
+Bio memory(const std::string& text) {
+  return Bio(BIO_new_mem_buf(text.data(), static_cast<int>(text.size())));
+}
+
+std::string bio_text(BIO* bio) {
+  char* data = nullptr;
+  const long length = BIO_get_mem_data(bio, &data);
+  return length > 0 ? std::string(data, static_cast<std::size_t>(length)) : std::string();
+}
+
+std::string name_text(const X509_NAME* name) {
+  Bio bio(BIO_new(BIO_s_mem()));
+  X509_NAME_print_ex(bio.get(), name, 0, XN_FLAG_RFC2253);
+  return bio_text(bio.get());
+}
+
+std::vector<std::string> alternative_names(X509* certificate) {
+  std::vector<std::string> names;
+  Names general(static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(certificate, NID_subject_alt_name, nullptr, nullptr)));
+  if (!general) return names;
+  for (int i = 0; i < sk_GENERAL_NAME_num(general.get()); ++i) {
+    const GENERAL_NAME* name = sk_GENERAL_NAME_value(general.get(), i);
+    if (name->type == GEN_DNS) {
+      const auto* text = name->d.dNSName;
+      names.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(text)),
+                         static_cast<std::size_t>(ASN1_STRING_length(text)));
+    } else if (name->type == GEN_IPADD) {
+      const auto* address = name->d.iPAddress;
+      std::array<char, INET6_ADDRSTRLEN> text{};
+      const int family = ASN1_STRING_length(address) == 4 ? AF_INET : AF_INET6;
+      if (inet_ntop(family, ASN1_STRING_get0_data(address), text.data(), text.size())) names.emplace_back(text.data());
+    }
+  }
+  return names;
+}
+
+CertificateDescription describe(X509* certificate) {
+  CertificateDescription description;
+  description.subject = name_text(X509_get_subject_name(certificate));
+  if (BIGNUM* serial = ASN1_INTEGER_to_BN(X509_get0_serialNumber(certificate), nullptr)) {
+    char* hex = BN_bn2hex(serial);
+    description.serial = hex ? hex : "";
+    OPENSSL_free(hex);
+    BN_free(serial);
+  }
+  {
+    Bio bio(BIO_new(BIO_s_mem()));
+    ASN1_TIME_print(bio.get(), X509_get0_notAfter(certificate));
+    description.not_after = bio_text(bio.get());
+  }
+  description.expired = X509_cmp_current_time(X509_get0_notAfter(certificate)) < 0;
+  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
+  unsigned int length = 0;
+  if (X509_digest(certificate, EVP_sha256(), digest.data(), &length) == 1) {
+    static constexpr char kHex[] = "0123456789ABCDEF";
+    for (unsigned int i = 0; i < length; ++i) {
+      if (i) description.sha256_fingerprint += ':';
+      description.sha256_fingerprint += kHex[digest[i] >> 4];
+      description.sha256_fingerprint += kHex[digest[i] & 0x0f];
+    }
+  }
+  description.names = alternative_names(certificate);
+  return description;
+}
+
+bool is_ip_address(const std::string& name) {
+  std::array<unsigned char, 16> buffer{};
+  return inet_pton(AF_INET, name.c_str(), buffer.data()) == 1 || inet_pton(AF_INET6, name.c_str(), buffer.data()) == 1;
+}
+
+}  // namespace
+
+kube::Result<CertificateDescription> inspect_certificate_pair(const CertificatePair& pair) {
+  ERR_clear_error();
+  if (pair.certificate_pem.empty()) return invalid("the certificate file is empty");
+  if (pair.key_pem.empty()) return invalid("the private key file is empty");
+  Bio certificate_bio = memory(pair.certificate_pem);
+  X509Pointer certificate(PEM_read_bio_X509(certificate_bio.get(), nullptr, nullptr, nullptr));
+  if (!certificate) return invalid("the certificate is not a PEM X.509 certificate: " + openssl_error());
+  Bio key_bio = memory(pair.key_pem);
+  KeyPointer key(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+  if (!key) return invalid("the private key is not an unencrypted PEM private key: " + openssl_error());
+  if (X509_check_private_key(certificate.get(), key.get()) != 1) {
+    ERR_clear_error();
+    return invalid("the private key does not belong to the certificate (" +
+                   name_text(X509_get_subject_name(certificate.get())) + ")");
+  }
+  return describe(certificate.get());
+}
+
+kube::Result<std::shared_ptr<boost::asio::ssl::context>> make_server_tls_context(const CertificatePair& pair) {
+  auto checked = inspect_certificate_pair(pair);
+  if (!checked) return std::move(checked).error();
+  namespace ssl = boost::asio::ssl;
+  auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
+  boost::system::error_code error;
+  context->set_options(ssl::context::default_workarounds | ssl::context::no_sslv2 | ssl::context::no_sslv3 |
+                           ssl::context::no_tlsv1 | ssl::context::no_tlsv1_1 | ssl::context::no_compression |
+                           ssl::context::single_dh_use,
+                       error);
+  if (error) return invalid("cannot set the TLS options: " + error.message());
+  SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION);
+  SSL_CTX_set_options(context->native_handle(), SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  context->use_certificate_chain(boost::asio::buffer(pair.certificate_pem), error);
+  if (error) return invalid("cannot use the certificate: " + error.message());
+  context->use_private_key(boost::asio::buffer(pair.key_pem), ssl::context::pem, error);
+  if (error) return invalid("cannot use the private key: " + error.message());
+  if (SSL_CTX_check_private_key(context->native_handle()) != 1)
+    return invalid("the private key does not belong to the certificate: " + openssl_error());
+  return context;
+}
+
+kube::Result<CertificatePair> generate_self_signed_certificate(const std::vector<std::string>& names) {
+  if (names.empty()) return invalid("a self-signed certificate needs at least one name");
+  ERR_clear_error();
+  KeyPointer key(EVP_EC_gen("P-256"));
+  if (!key) return invalid("cannot generate an ECDSA key: " + openssl_error());
+
+  X509Pointer certificate(X509_new());
+  X509_set_version(certificate.get(), 2);  // X.509 v3
+  std::array<unsigned char, 16> serial_bytes{};
+  if (RAND_bytes(serial_bytes.data(), static_cast<int>(serial_bytes.size())) != 1)
+    return invalid("cannot draw a random serial: " + openssl_error());
+  serial_bytes[0] &= 0x7f;  // positive
+  BIGNUM* serial = BN_bin2bn(serial_bytes.data(), static_cast<int>(serial_bytes.size()), nullptr);
+  BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(certificate.get()));
+  BN_free(serial);
+  X509_gmtime_adj(X509_getm_notBefore(certificate.get()), -60 * 60);  // tolerate clock skew
+  X509_gmtime_adj(X509_getm_notAfter(certificate.get()), 365L * 24 * 60 * 60);
+  X509_set_pubkey(certificate.get(), key.get());
+  X509_NAME* subject = X509_get_subject_name(certificate.get());
+  X509_NAME_add_entry_by_txt(subject, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>("my-operator"), -1,
+                             -1, 0);
+  X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(names[0].c_str()),
+                             -1, -1, 0);
+  X509_set_issuer_name(certificate.get(), subject);
+
+  std::string alternatives;
+  for (const std::string& name : names) {
+    if (!alternatives.empty()) alternatives += ",";
+    alternatives += (is_ip_address(name) ? "IP:" : "DNS:") + name;
+  }
+  X509V3_CTX extension_context;
+  X509V3_set_ctx_nodb(&extension_context);
+  X509V3_set_ctx(&extension_context, certificate.get(), certificate.get(), nullptr, nullptr, 0);
+  for (const auto& [nid, value] : std::vector<std::pair<int, std::string>>{
+           {NID_basic_constraints, "critical,CA:FALSE"},
+           {NID_key_usage, "critical,digitalSignature"},
+           {NID_ext_key_usage, "serverAuth"},
+           {NID_subject_alt_name, alternatives}}) {
+    X509_EXTENSION* extension = X509V3_EXT_conf_nid(nullptr, &extension_context, nid, value.c_str());
+    if (!extension) return invalid("cannot build the certificate extension " + value + ": " + openssl_error());
+    X509_add_ext(certificate.get(), extension, -1);
+    X509_EXTENSION_free(extension);
+  }
+  if (X509_sign(certificate.get(), key.get(), EVP_sha256()) == 0)
+    return invalid("cannot sign the certificate: " + openssl_error());
+
+  CertificatePair pair;
+  Bio certificate_out(BIO_new(BIO_s_mem()));
+  PEM_write_bio_X509(certificate_out.get(), certificate.get());
+  pair.certificate_pem = bio_text(certificate_out.get());
+  Bio key_out(BIO_new(BIO_s_mem()));
+  PEM_write_bio_PrivateKey(key_out.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr);
+  pair.key_pem = bio_text(key_out.get());
+  return pair;
+}
+
+}  // namespace myop::runtime
