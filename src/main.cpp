@@ -276,8 +276,23 @@ int main(int argc, char** argv) {
     manager_options.metrics_cert_dir = options.metrics_cert_dir;
     manager_options.metrics_cert_name = options.metrics_cert_name;
     manager_options.metrics_key_name = options.metrics_key_name;
+    // A scrape waits for its reviews (the metrics server has one thread), so they get a client
+    // of their own that gives up within seconds, as controller-runtime's filter does (10 s per
+    // request; 4 retries from 0.5 s, about 7 s of waiting): an unreachable API server answers 500
+    // rather than stalling every scrape.
+    myop::kube::TransportOptions review_options = transport_options;
+    review_options.default_timeout = std::chrono::seconds(10);
+    review_options.retry.max_retries = 4;
+    review_options.retry.initial_backoff = std::chrono::milliseconds(500);
+    review_options.retry.max_backoff = std::chrono::milliseconds(2500);
+    auto review_transport = myop::kube::make_https_transport(config.value(), review_options);
+    if (!review_transport) {
+      spdlog::critical("cannot set up the connection to {}: {}", config->server, review_transport.error().message);
+      return EXIT_FAILURE;
+    }
     manager_options.metrics_authorizer = std::make_shared<myop::runtime::MetricsAuthorizer>(
-        std::make_shared<myop::runtime::KubeAccessReviewer>(client));
+        std::make_shared<myop::runtime::KubeAccessReviewer>(std::make_shared<myop::kube::Client>(
+            review_transport.value(), std::string(myop::myresource::kFieldManager))));
   }
   std::shared_ptr<myop::runtime::LeaseLeaderElector> elector;
   if (options.leader_elect) {
