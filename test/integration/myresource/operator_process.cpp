@@ -101,6 +101,17 @@ OperatorProcess::OperatorProcess(OperatorOptions options) : options_(std::move(o
   testenv::kubectl("delete clusterrolebinding " + binding + " --ignore-not-found");
   testenv::kubectl_or_fail("create clusterrolebinding " + binding + " --clusterrole " + kManagerRole + " --user " +
                            options_.user);
+  for (const std::string& file : options_.extra_cluster_role_files) {
+    const std::string path = testenv::source_dir() + "/config/rbac/" + file;
+    testenv::kubectl_or_fail("apply -f " + path);
+    std::string role = testenv::kubectl_or_fail("create --dry-run=client -o jsonpath={.metadata.name} -f " + path);
+    while (!role.empty() && (role.back() == '\n' || role.back() == ' ')) role.pop_back();
+    role = role.substr(role.find_last_of('\n') + 1);  // after any version-skew warning
+    const std::string extra = binding + "-" + role;
+    testenv::kubectl("delete clusterrolebinding " + extra + " --ignore-not-found");
+    testenv::kubectl_or_fail("create clusterrolebinding " + extra + " --clusterrole " + role + " --user " + options_.user);
+    extra_bindings_.push_back(extra);
+  }
   if (!options_.pod_namespace.empty()) {
     // config/rbac's leader-election Role (the Lease and the feature-flag ConfigMap), in the
     // operator's namespace, as the chart installs it in the release namespace.
@@ -117,6 +128,7 @@ OperatorProcess::~OperatorProcess() {
   stop();
   if (options_.kubeconfig.empty())
     testenv::kubectl("delete clusterrolebinding " + binding_name(options_.user) + " --ignore-not-found");
+  for (const auto& extra : extra_bindings_) testenv::kubectl("delete clusterrolebinding " + extra + " --ignore-not-found");
 }
 
 void OperatorProcess::start() {

@@ -28,6 +28,9 @@ struct OperatorOptions {
   std::string kubeconfig;
   // Run the binary through this command (e.g. strace and its flags); empty runs it directly.
   std::vector<std::string> command_prefix;
+  // More config/rbac files whose ClusterRole is applied and bound to the user too, e.g.
+  // "metrics_auth_role.yaml" for --metrics-secure. The bindings go with the process.
+  std::vector<std::string> extra_cluster_role_files;
 };
 
 class OperatorProcess {
@@ -55,6 +58,8 @@ class OperatorProcess {
   std::string log_tail(std::size_t lines = 60) const;
   const std::string& user() const { return options_.user; }
   const std::string& log_path() const { return log_path_; }
+  // The /metrics port of the running (or last) process.
+  unsigned short metrics_port() const { return metrics_port_; }
 
  private:
   OperatorOptions options_;
@@ -63,6 +68,7 @@ class OperatorProcess {
   pid_t pid_ = -1;
   unsigned short probe_port_ = 0;
   unsigned short metrics_port_ = 0;
+  std::vector<std::string> extra_bindings_;
 };
 
 // One request of the API server's audit log (stage ResponseComplete).
