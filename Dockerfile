@@ -50,7 +50,8 @@ COPY --from=build /build/my-operator /usr/local/bin/my-operator
 # The same numeric uid:gid as the manifests' runAsUser/runAsGroup, so runAsNonRoot can
 # verify it without a passwd entry.
 USER 65532:65532
-EXPOSE 8080 8081
+# /metrics: 8080 plain, or 8443 with --metrics-secure (the manifests' default); probes: 8081.
+EXPOSE 8080 8443 8081
 ENTRYPOINT ["/usr/local/bin/my-operator"]
 LABEL org.opencontainers.image.title="my-operator" \
       org.opencontainers.image.description="Kubernetes operator that reconciles MyResource (myorg.io/v1alpha1) objects into Deployments" \

@@ -4,6 +4,8 @@
 // least-privilege rules and the rendered CRD is config/crd's.
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include "packaging_support.h"
 #include "../../unit/packaging/rbac_policy.h"
 
@@ -151,6 +153,22 @@ TEST_CASE("packaging: the rendered RBAC has no wildcard and no cluster-admin bin
     }
     CHECK(found_manager);
     for (const auto& role : objects_of_kind(objects, "Role")) CHECK(granted(role) == expected_own_namespace_grants());
+    // Every ClusterRole is one we know, granting exactly what its user needs.
+    for (const auto& role : objects_of_kind(objects, "ClusterRole")) {
+      const std::string name = role["metadata"]["name"].as<std::string>();
+      INFO(name);
+      if (name == "my-operator-metrics-auth-role") {
+        CHECK(granted(role) == expected_metrics_auth_grants());
+        CHECK(granted_non_resource(role).empty());
+      } else if (name == "my-operator-metrics-reader") {
+        CHECK(granted(role).empty());
+        CHECK(granted_non_resource(role) == std::set<std::string>{"/metrics:get"});
+      } else {
+        CHECK((name == "my-operator-manager" || name == "my-operator-myresource-viewer" ||
+               name == "my-operator-myresource-editor"));
+        CHECK(granted_non_resource(role).empty());
+      }
+    }
   }
   SECTION("watching listed namespaces: a Role in each, no cluster-wide manager rules") {
     TemporaryFolder folder("myop-helm-values");
@@ -168,6 +186,80 @@ TEST_CASE("packaging: the rendered RBAC has no wildcard and no cluster-admin bin
       CHECK(granted(role) == expected_manager_grants());
     }
     CHECK(manager_roles == 1);
+  }
+}
+
+TEST_CASE("packaging: metrics.secure renders --metrics-secure, its RBAC and an HTTPS ServiceMonitor; off, none of it",
+          "[packaging][helm][rbac]") {
+  // The object, or nullopt.
+  auto find = [](const std::vector<YAML::Node>& objects, const std::string& kind,
+                 const std::string& name) -> std::optional<YAML::Node> {
+    for (const auto& object : objects)
+      if (object["kind"].as<std::string>("") == kind && object["metadata"]["name"].as<std::string>("") == name)
+        return object;
+    return std::nullopt;
+  };
+  auto args_of = [](const std::vector<YAML::Node>& objects) {
+    std::set<std::string> args;
+    for (const auto& deployment : objects)
+      if (deployment["kind"].as<std::string>("") == "Deployment")
+        for (const auto& arg : deployment["spec"]["template"]["spec"]["containers"][0]["args"])
+          args.insert(arg.as<std::string>());
+    return args;
+  };
+
+  SECTION("secure (the default), self-signed") {
+    const auto objects = yaml_documents(helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true"));
+    const auto args = args_of(objects);
+    CHECK(args.count("--metrics-secure") == 1);
+    CHECK(args.count("--metrics-bind-address=:8443") == 1);
+    for (const auto& arg : args) CHECK(arg.rfind("--metrics-cert-dir", 0) != 0);
+    const auto found_binding = find(objects, "ClusterRoleBinding", "my-operator-metrics-auth-rolebinding");
+    REQUIRE(found_binding);
+    const YAML::Node binding = *found_binding;
+    CHECK(binding["roleRef"]["name"].as<std::string>() == "my-operator-metrics-auth-role");
+    CHECK(binding["subjects"][0]["name"].as<std::string>() == "my-operator");
+    CHECK(binding["subjects"][0]["namespace"].as<std::string>() == "my-operator-system");
+    CHECK(find(objects, "ClusterRole", "my-operator-metrics-reader"));
+    const auto monitor = find(objects, "ServiceMonitor", "my-operator");
+    REQUIRE(monitor);
+    const YAML::Node endpoint = (*monitor)["spec"]["endpoints"][0];
+    CHECK(endpoint["scheme"].as<std::string>("") == "https");
+    CHECK(endpoint["bearerTokenFile"].as<std::string>("") == "/var/run/secrets/kubernetes.io/serviceaccount/token");
+    CHECK(endpoint["tlsConfig"]["insecureSkipVerify"].as<bool>(false));
+  }
+  SECTION("secure with a certificate Secret: mounted, served, verified by the ServiceMonitor") {
+    const auto objects = yaml_documents(helm_template(
+        "-n my-operator-system --set metrics.serviceMonitor.enabled=true --set metrics.certSecret=metrics-tls"));
+    CHECK(args_of(objects).count("--metrics-cert-dir=/etc/my-operator/metrics-certs") == 1);
+    const auto deployment = find(objects, "Deployment", "my-operator");
+    REQUIRE(deployment);
+    const YAML::Node pod = (*deployment)["spec"]["template"]["spec"];
+    bool mounted = false;
+    for (const auto& mount : pod["containers"][0]["volumeMounts"])
+      mounted = mounted || mount["mountPath"].as<std::string>("") == "/etc/my-operator/metrics-certs";
+    CHECK(mounted);
+    bool volume = false;
+    for (const auto& item : pod["volumes"])
+      volume = volume || (item["secret"] && item["secret"]["secretName"].as<std::string>("") == "metrics-tls");
+    CHECK(volume);
+    const auto monitor = find(objects, "ServiceMonitor", "my-operator");
+    REQUIRE(monitor);
+    const YAML::Node tls = (*monitor)["spec"]["endpoints"][0]["tlsConfig"];
+    CHECK_FALSE(tls["insecureSkipVerify"]);
+    CHECK(tls["serverName"].as<std::string>("") == "my-operator-metrics.my-operator-system.svc");
+    CHECK(tls["ca"]["secret"]["name"].as<std::string>("") == "metrics-tls");
+  }
+  SECTION("not secure: plain HTTP, and no review or reader rights") {
+    const auto objects = yaml_documents(
+        helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true --set metrics.secure=false"));
+    CHECK(args_of(objects).count("--metrics-secure") == 0);
+    CHECK_FALSE(find(objects, "ClusterRole", "my-operator-metrics-auth-role"));
+    CHECK_FALSE(find(objects, "ClusterRoleBinding", "my-operator-metrics-auth-rolebinding"));
+    CHECK_FALSE(find(objects, "ClusterRole", "my-operator-metrics-reader"));
+    const auto monitor = find(objects, "ServiceMonitor", "my-operator");
+    REQUIRE(monitor);
+    CHECK_FALSE((*monitor)["spec"]["endpoints"][0]["scheme"]);
   }
 }
 

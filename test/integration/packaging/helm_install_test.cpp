@@ -70,6 +70,31 @@ TEST_CASE("packaging: the installed chart's RBAC is exactly what the operator, t
     }
   }
 
+  SECTION("metrics.secure (the default): the operator may ask token and access reviews, a reader may get /metrics") {
+    // Cluster-scoped review APIs: the namespace does not matter.
+    CHECK(can(operator_account, "create tokenreviews.authentication.k8s.io"));
+    CHECK(can(operator_account, "create subjectaccessreviews.authorization.k8s.io"));
+    for (const char* request : {"get tokenreviews.authentication.k8s.io", "list subjectaccessreviews.authorization.k8s.io",
+                                "create localsubjectaccessreviews.authorization.k8s.io -n default",
+                                "get /metrics", "get /debug/pprof/"}) {
+      INFO(request);
+      CHECK_FALSE(can(operator_account, request));
+    }
+    const std::string reader_binding = release + "-test-metrics-reader";
+    testenv::kubectl("delete clusterrolebinding " + reader_binding + " --ignore-not-found");
+    testenv::kubectl_or_fail("create clusterrolebinding " + reader_binding + " --clusterrole=" + release +
+                             "-my-operator-metrics-reader --user=pkg-prometheus");
+    const bool reads = can(" --as=pkg-prometheus", "get /metrics");
+    const bool posts = can(" --as=pkg-prometheus", "post /metrics");
+    const bool other_url = can(" --as=pkg-prometheus", "get /debug/pprof/");
+    const bool resources = can(" --as=pkg-prometheus -n " + ns, "get pods");
+    testenv::kubectl("delete clusterrolebinding " + reader_binding + " --ignore-not-found");
+    CHECK(reads);
+    CHECK_FALSE(posts);
+    CHECK_FALSE(other_url);
+    CHECK_FALSE(resources);
+  }
+
   SECTION("in its own namespace it may also hold the Lease and read the feature flags") {
     const std::string here = " -n " + ns + " " + operator_account;
     for (const char* verb : {"get", "create", "update"}) CHECK(can(here, std::string(verb) + " leases.coordination.k8s.io"));

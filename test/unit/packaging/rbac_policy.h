@@ -35,7 +35,18 @@ inline std::vector<std::string> rbac_violations(const std::vector<YAML::Node>& o
               violations.push_back(object_name(object) + " grants " + text);
           }
         }
-        if (rule["nonResourceURLs"]) violations.push_back(object_name(object) + " grants nonResourceURLs");
+        // The one non-resource grant we ship: the metrics-reader's `get` on /metrics, for
+        // Prometheus (--metrics-secure). Any other URL or verb is a violation.
+        if (rule["nonResourceURLs"]) {
+          const YAML::Node urls = rule["nonResourceURLs"];
+          const YAML::Node verbs = rule["verbs"];
+          const bool metrics_get_only = urls.IsSequence() && urls.size() == 1 &&
+                                        urls[0].as<std::string>("") == "/metrics" && verbs.IsSequence() &&
+                                        verbs.size() == 1 && verbs[0].as<std::string>("") == "get" &&
+                                        !rule["apiGroups"] && !rule["resources"];
+          if (!metrics_get_only || kind != "ClusterRole")
+            violations.push_back(object_name(object) + " grants nonResourceURLs other than get /metrics");
+        }
       }
     }
     if (kind == "RoleBinding" || kind == "ClusterRoleBinding") {
@@ -60,6 +71,21 @@ inline std::set<std::string> granted(const YAML::Node& role) {
           grants.insert(group.as<std::string>() + "/" + resource.as<std::string>() + ":" + verb.as<std::string>());
   }
   return grants;
+}
+
+// nonResourceURL:verb pairs granted by the rules of one ClusterRole, e.g. "/metrics:get".
+inline std::set<std::string> granted_non_resource(const YAML::Node& role) {
+  std::set<std::string> grants;
+  for (const YAML::Node& rule : role["rules"])
+    for (const YAML::Node& url : rule["nonResourceURLs"])
+      for (const YAML::Node& verb : rule["verbs"]) grants.insert(url.as<std::string>() + ":" + verb.as<std::string>());
+  return grants;
+}
+
+// What --metrics-secure needs cluster-wide (the metrics-auth-role): the two review APIs that
+// runtime/metrics_authorizer.cpp POSTs to, create only.
+inline std::set<std::string> expected_metrics_auth_grants() {
+  return {"authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create"};
 }
 
 // What my-operator needs in each namespace it watches (DESIGN.md), as granted() spells it.
