@@ -53,6 +53,29 @@ if [ $status -ne 0 ]; then
   echo "e2e: chainsaw failed ($status); the operator's last log lines:" >&2
   tail -n 60 "$work/operator.log" >&2
 fi
+# With the chart's --metrics-secure (its default), scrape /metrics as Prometheus does: HTTPS with
+# the token of a ServiceAccount bound to the chart's metrics-reader ClusterRole (the operator
+# asks the API server with a TokenReview and a SubjectAccessReview, grants the audit below
+# checks are used); without a token the answer is 401.
+if printf '%s\n' "${chart_args[@]}" | grep -qx -- '--metrics-secure'; then
+  reader_binding=e2e-prometheus-metrics-reader
+  "${kubectl[@]}" delete clusterrolebinding "$reader_binding" --ignore-not-found >/dev/null
+  "${kubectl[@]}" create serviceaccount e2e-prometheus -n "$namespace" >/dev/null 2>&1 || true
+  "${kubectl[@]}" create clusterrolebinding "$reader_binding" --clusterrole "$release-metrics-reader" \
+    --serviceaccount "$namespace:e2e-prometheus" >/dev/null
+  scraper_token=$("${kubectl[@]}" create token e2e-prometheus -n "$namespace" --duration=10m)
+  metrics_url=https://127.0.0.1:$OPERATOR_METRICS_PORT/metrics
+  # -k: without metrics.certSecret the operator's certificate is self-signed.
+  scraped=$(curl -sk -o "$work/metrics.txt" -w '%{http_code}' -H "Authorization: Bearer $scraper_token" "$metrics_url" || true)
+  anonymous=$(curl -sk -o /dev/null -w '%{http_code}' "$metrics_url" || true)
+  "${kubectl[@]}" delete clusterrolebinding "$reader_binding" --ignore-not-found >/dev/null
+  if [ "$scraped" != 200 ] || ! grep -q '^controller_runtime_reconcile_total' "$work/metrics.txt" || [ "$anonymous" != 401 ]; then
+    echo "e2e: secure metrics: a metrics-reader token got HTTP $scraped (want 200 with metrics), no token HTTP $anonymous (want 401)" >&2
+    status=1
+  else
+    echo "e2e: secure metrics: a metrics-reader token scrapes over HTTPS (200), no token is refused (401)"
+  fi
+fi
 if grep -qi 'forbidden' "$work/operator.log"; then
   echo "e2e: the operator was denied a request (see $work/operator.log): its RBAC is not enough" >&2
   status=1
