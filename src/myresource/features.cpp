@@ -84,6 +84,19 @@ ParsedFeatures features_from_config_map_object(const kube::JsonValue* config_map
   return features_from_config_map(data, defaults);
 }
 
+ParsedFeatures features_from_changed_config_map(const kube::JsonValue* config_map, const Features& previous) {
+  Features start;  // built-in defaults for absent keys
+  const kube::JsonValue* values = config_map != nullptr ? kube::find_member(*config_map, "data") : nullptr;
+  auto present = [&](std::string_view key) {
+    return values != nullptr && values->IsObject() &&
+           kube::find_member(*values, key) != nullptr;
+  };
+  if (present(kCanaryFeature)) start.canary = previous.canary;
+  if (present(kOrphanSweepFeature)) start.orphan_sweep = previous.orphan_sweep;
+  if (present(kOrphanPolicyFeature)) start.orphan_policy = previous.orphan_policy;
+  return features_from_config_map_object(config_map, start);
+}
+
 ParsedFeatures apply_feature_overrides(const Features& base, std::string_view annotation_value) {
   ParsedFeatures parsed{base, {}};
   constexpr std::string_view source = "annotation myorg.io/features";

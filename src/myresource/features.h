@@ -53,6 +53,11 @@ ParsedFeatures features_from_config_map(const std::map<std::string, std::string,
 ParsedFeatures features_from_config_map_object(const kube::JsonValue* config_map,
                                                const Features& defaults = Features{});
 
+// The ConfigMap's flags when it changed: a key that is absent takes its built-in default, a key
+// with a good value takes that value, and a key with a bad value keeps its `previous` value (the
+// last good one), so a typo such as `canary: "flase"` changes nothing while it is fixed.
+ParsedFeatures features_from_changed_config_map(const kube::JsonValue* config_map, const Features& previous);
+
 // Applies the `myorg.io/features` annotation value ("name=value,name=value") on top of `base`.
 // An empty value changes nothing.
 ParsedFeatures apply_feature_overrides(const Features& base, std::string_view annotation_value);

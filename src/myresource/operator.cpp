@@ -193,13 +193,22 @@ void Operator::set_may_write(std::function<bool()> may_write) { background_->may
 Features Operator::features() const {
   const runtime::ObjectPointer config_map =
       config_maps_->cache().get({options_.operator_namespace, options_.config_map});
-  ParsedFeatures parsed = features_from_config_map_object(config_map ? &config_map->json() : nullptr);
-  if (!parsed.ok()) {
-    for (const std::string& error : parsed.errors) {
-      spdlog::warn("feature-flag ConfigMap {}/{}: {}", options_.operator_namespace, options_.config_map, error);
-    }
+  const std::string version =
+      config_map ? std::string(config_map->resource_version()) : std::string();
+  std::lock_guard lock(features_mutex_);
+  if (version == features_version_) return features_;
+  ParsedFeatures parsed = features_from_changed_config_map(config_map ? &config_map->json() : nullptr, features_);
+  for (const std::string& error : parsed.errors) {
+    spdlog::warn("feature-flag ConfigMap {}/{} (resourceVersion {}): {}; that flag keeps its last good value",
+                 options_.operator_namespace, options_.config_map, version, error);
   }
-  return parsed.features;
+  if (parsed.features != features_ || features_version_ == "-") {
+    spdlog::info("feature flags: canary={} orphanSweep={} orphanPolicy={}", parsed.features.canary,
+                 parsed.features.orphan_sweep, to_string(parsed.features.orphan_policy));
+  }
+  features_version_ = version;
+  features_ = parsed.features;
+  return features_;
 }
 
 void Operator::sweep_orphans() {

@@ -11,6 +11,7 @@
 #include <functional>
 #include <set>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -74,6 +75,12 @@ class Operator {
   std::shared_ptr<Background> background_;
 
   std::set<std::string> reported_orphans_;  // UIDs already reported (policy report), sweep thread only
+
+  // The flags of the ConfigMap version last read (its resourceVersion; "-" before the first read,
+  // "" when there is no ConfigMap): parsed, and bad values logged, once per version.
+  mutable std::mutex features_mutex_;
+  mutable std::string features_version_ = "-";
+  mutable Features features_;
   prometheus::Family<prometheus::Counter>* orphans_family_ = nullptr;
   prometheus::Gauge* managed_resources_ = nullptr;
   prometheus::Gauge* canaries_active_ = nullptr;

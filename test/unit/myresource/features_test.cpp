@@ -98,3 +98,24 @@ TEST_CASE("features_from_config_map_object reads the ConfigMap's data", "[myreso
   CHECK(parsed.features.orphan_policy == OrphanPolicy::Delete);
   CHECK(features_from_config_map_object(nullptr).features == Features{});
 }
+
+TEST_CASE("a changed ConfigMap: a bad value keeps the last good one, an absent key goes back to its default",
+          "[myresource][features]") {
+  Features previous;
+  previous.canary = false;
+  previous.orphan_sweep = false;
+  previous.orphan_policy = OrphanPolicy::Delete;
+  auto config_map = myop::kube::Object::parse(
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"my-operator-config"},
+          "data":{"canary":"flase","orphanPolicy":"report"}})");
+  REQUIRE(config_map.ok());
+  auto parsed = features_from_changed_config_map(&config_map->json(), previous);
+  REQUIRE(parsed.errors.size() == 1);
+  CHECK(parsed.errors[0].find("flase") != std::string::npos);
+  CHECK_FALSE(parsed.features.canary);                        // bad value: the last good one (false), not the default
+  CHECK(parsed.features.orphan_sweep);                        // absent: the built-in default
+  CHECK(parsed.features.orphan_policy == OrphanPolicy::Report);  // good value: taken
+
+  // No ConfigMap at all: every flag at its default, whatever came before.
+  CHECK(features_from_changed_config_map(nullptr, previous).features == Features{});
+}
