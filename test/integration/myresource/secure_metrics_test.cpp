@@ -108,7 +108,7 @@ class ClusterRoleBinding {
 
 }  // namespace
 
-TEST_CASE("--metrics-secure: HTTPS, scrapes decided by the API server, the certificate reloaded without a restart",
+TEST_CASE("secure metrics (--metrics-secure): HTTPS, scrapes decided by the API server, the certificate reloaded without a restart",
           "[myresource][operator][metrics][security]") {
   testenv::ScopedNamespace ns("secure-metrics");
   const std::filesystem::path folder = testenv::binary_dir() + "/testenv/secure-metrics-" + ns.name();

@@ -189,7 +189,7 @@ TEST_CASE("packaging: the rendered RBAC has no wildcard and no cluster-admin bin
   }
 }
 
-TEST_CASE("packaging: metrics.secure renders --metrics-secure, its RBAC and an HTTPS ServiceMonitor; off, none of it",
+TEST_CASE("packaging: metrics.secure renders --metrics-secure, its RBAC and an HTTPS ServiceMonitor, and off none of it",
           "[packaging][helm][rbac]") {
   // The object, or nullopt.
   auto find = [](const std::vector<YAML::Node>& objects, const std::string& kind,

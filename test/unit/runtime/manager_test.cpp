@@ -240,7 +240,7 @@ TEST_CASE("/metrics asks the authorizer when one is configured", "[runtime][mana
   CHECK(exit_code.get() == 0);
 }
 
-TEST_CASE("--metrics-secure: /metrics over HTTPS (self-signed), authorized; probes plain", "[runtime][manager][tls]") {
+TEST_CASE("secure metrics: /metrics over HTTPS (self-signed) and authorized, probes plain", "[runtime][manager][tls]") {
   using myop::runtime::testing::https_get;
   auto options = local_options();
   options.metrics_secure = true;
@@ -261,7 +261,7 @@ TEST_CASE("--metrics-secure: /metrics over HTTPS (self-signed), authorized; prob
   CHECK(exit_code.get() == 0);
 }
 
-TEST_CASE("--metrics-secure with a cert dir that has no certificate does not start", "[runtime][manager][tls]") {
+TEST_CASE("secure metrics with a cert dir that has no certificate does not start", "[runtime][manager][tls]") {
   auto options = local_options();
   options.metrics_secure = true;
   options.metrics_cert_dir = "/nonexistent/metrics-certs";
