@@ -223,7 +223,7 @@ TEST_CASE("the system trust store is not used when a CA is configured", "[integr
   CHECK(result.error().reason == Reason::Transport);
 }
 
-TEST_CASE("the certificate must name the server; tls-server-name can choose the name", "[integration][kube][auth][tls]") {
+TEST_CASE("the certificate must name the server, tls-server-name can choose the name", "[integration][kube][auth][tls]") {
   ClientConfig config = admin_config();
   // The test API server's certificate names kubernetes.default.svc among its SANs.
   config.tls_server_name = "kubernetes.default.svc";

@@ -155,7 +155,7 @@ TEST_CASE("a canary starts next to the stable Deployment, then is promoted or re
 }
 
 TEST_CASE(
-    "a canary that is not Available within progressDeadlineSeconds is scaled away; the stable "
+    "a canary that is not Available within progressDeadlineSeconds is scaled away, the stable "
     "Deployment is untouched",
     "[myresource][operator][canary]") {
   if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane and its audit log");

@@ -121,7 +121,7 @@ TEST_CASE("the myorg.io/features annotation wins over the feature ConfigMap for 
 }
 
 TEST_CASE(
-    "an invalid myorg.io/features override is reported as a Warning event; its valid part still applies",
+    "an invalid myorg.io/features override is reported as a Warning event, its valid part still applies",
     "[myresource][operator][features]") {
   testenv::ScopedNamespace ns("mr-flags-invalid");
   OperatorProcess operator_process({.user = "myop-flags-invalid",

@@ -35,7 +35,7 @@ bool deployment_rolled(const std::string& namespace_, const std::string& name, c
 
 }  // namespace
 
-TEST_CASE("a spec change is one Deployment update; an unchanged spec, a resync and a restart write nothing",
+TEST_CASE("a spec change is one Deployment update, an unchanged spec, a resync and a restart write nothing",
           "[myresource][operator][writes]") {
   if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane and its audit log");
   testenv::ScopedNamespace ns("mr-writes");

@@ -30,7 +30,7 @@ std::string lease_holder(const std::string& namespace_name) {
 
 }  // namespace
 
-TEST_CASE("two candidates: exactly one leads; release hands over within 3 s", "[runtime][leader_election]") {
+TEST_CASE("two candidates: exactly one leads, release hands over within 3 s", "[runtime][leader_election]") {
   testenv::ScopedNamespace ns("rt-lease");
   auto first = std::make_shared<LeaseLeaderElector>(admin_client(), options_for(ns.name(), "first"));
   auto second = std::make_shared<LeaseLeaderElector>(admin_client(), options_for(ns.name(), "second"));

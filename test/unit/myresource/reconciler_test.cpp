@@ -179,7 +179,7 @@ struct Fixture {
 
 }  // namespace
 
-TEST_CASE("create: finalizer, hardened Deployment, status; then zero writes", "[myresource][reconciler]") {
+TEST_CASE("create: finalizer, hardened Deployment, status, then zero writes", "[myresource][reconciler]") {
   Fixture fixture;
   CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::done);
   CHECK(fixture.resource().metadata.has_finalizer(kFinalizer));

@@ -233,7 +233,7 @@ TEST_CASE("a reconcile past its deadline has its stop token triggered", "[runtim
   CHECK(fixture.metric("controller_runtime_reconcile_errors_total") == 1);
 }
 
-TEST_CASE("owned children enqueue their controller owner; predicates filter", "[runtime][controller]") {
+TEST_CASE("owned children enqueue their controller owner, predicates filter", "[runtime][controller]") {
   Fixture fixture;
   Controller controller(fixture.options(1), fixture.reconciler);
   controller.watch_primary(fixture.primary, {generation_changed});

@@ -105,7 +105,7 @@ TEST_CASE("an initial state that restarts midway drops nothing it should keep", 
   CHECK(fixture.informer.cache().size() == 2);
 }
 
-TEST_CASE("watch events apply in order; deletes are delivered", "[runtime][informer]") {
+TEST_CASE("watch events apply in order, deletes are delivered", "[runtime][informer]") {
   Fixture fixture;
   fixture.list({});
   fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "1")));
