@@ -96,7 +96,7 @@ ManagerOptions local_options() {
 
 }  // namespace
 
-TEST_CASE("probes: alive at once, ready after caches sync; metrics served", "[runtime][manager]") {
+TEST_CASE("probes: alive at once, ready after caches sync, metrics served", "[runtime][manager]") {
   auto options = local_options();
   Manager manager(options);
   auto cache = std::make_shared<FakeCache>();
