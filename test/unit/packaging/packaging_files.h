@@ -19,10 +19,9 @@
 
 namespace myop::packaging {
 
-// The repository root: this header is <root>/test/unit/packaging/packaging_files.h.
-inline std::filesystem::path repository_root() {
-  return std::filesystem::path(__FILE__).parent_path().parent_path().parent_path().parent_path();
-}
+// The repository root, given by CMake (not __FILE__, which a compiler cache with base_dir may
+// rewrite to a path relative to the build directory).
+inline std::filesystem::path repository_root() { return MYOP_SOURCE_DIR; }
 
 inline std::string read_text(const std::filesystem::path& path) {
   std::ifstream file(path, std::ios::binary);
