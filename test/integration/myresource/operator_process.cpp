@@ -102,11 +102,7 @@ OperatorProcess::OperatorProcess(OperatorOptions options) : options_(std::move(o
   testenv::kubectl_or_fail("create clusterrolebinding " + binding + " --clusterrole " + kManagerRole + " --user " +
                            options_.user);
   for (const std::string& file : options_.extra_cluster_role_files) {
-    const std::string path = testenv::source_dir() + "/config/rbac/" + file;
-    testenv::kubectl_or_fail("apply -f " + path);
-    std::string role = testenv::kubectl_or_fail("create --dry-run=client -o jsonpath={.metadata.name} -f " + path);
-    while (!role.empty() && (role.back() == '\n' || role.back() == ' ')) role.pop_back();
-    role = role.substr(role.find_last_of('\n') + 1);  // after any version-skew warning
+    const std::string role = apply_test_cluster_role(file);
     const std::string extra = binding + "-" + role;
     testenv::kubectl("delete clusterrolebinding " + extra + " --ignore-not-found");
     testenv::kubectl_or_fail("create clusterrolebinding " + extra + " --clusterrole " + role + " --user " + options_.user);
@@ -387,6 +383,17 @@ void set_feature_flags(const std::string& namespace_, const std::vector<std::pai
   // Server-side apply under one field manager: keys left out of a later call are removed.
   auto applied = testenv::kubectl_apply(manifest, "--server-side --force-conflicts");
   if (!applied.ok()) FAIL("cannot write the feature ConfigMap " << namespace_ << "/" << name << ": " << applied.output);
+}
+
+std::string apply_test_cluster_role(const std::string& file) {
+  const std::string path = testenv::source_dir() + "/config/rbac/" + file;
+  std::string name = testenv::kubectl_or_fail("create --dry-run=client -o jsonpath={.metadata.name} -f " + path);
+  while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+  name = name.substr(name.find_last_of('\n') + 1);  // after any version-skew warning
+  const std::string renamed = "myop-test-" + name;
+  const auto applied = testenv::kubectl_apply(replaced(read_file(path), "name: " + name, "name: " + renamed));
+  if (!applied.ok()) FAIL("cannot apply " << path << ": " << applied.output);
+  return renamed;
 }
 
 }  // namespace myop::testing

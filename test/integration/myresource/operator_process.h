@@ -127,4 +127,9 @@ std::string describe(const std::vector<std::string>& lines);
 void set_feature_flags(const std::string& namespace_, const std::vector<std::pair<std::string, std::string>>& data,
                        const std::string& name = "my-operator-config");
 
+// Applies a ClusterRole of config/rbac under the name "myop-test-<its name>" and returns that name:
+// a Helm release of the chart on the same control plane (hack/e2e.sh) owns the real names, and
+// Helm refuses to install over objects it did not create.
+std::string apply_test_cluster_role(const std::string& file);
+
 }  // namespace myop::testing

@@ -121,11 +121,11 @@ TEST_CASE("secure metrics (--metrics-secure): HTTPS, scrapes decided by the API 
   const std::string first_ca = (folder / "first/ca.crt").string();
 
   // Prometheus's side: config/rbac's metrics-reader, bound to one ServiceAccount only.
-  testenv::kubectl_or_fail("apply -f " + testenv::source_dir() + "/config/rbac/metrics_reader_role.yaml");
+  const std::string reader_role = apply_test_cluster_role("metrics_reader_role.yaml");
   testenv::kubectl_or_fail("create serviceaccount scraper -n " + ns.name());
   testenv::kubectl_or_fail("create serviceaccount stranger -n " + ns.name());
   ClusterRoleBinding reader("myop-test-" + ns.name() + "-metrics-reader",
-                            "--clusterrole my-operator-metrics-reader --serviceaccount " + ns.name() + ":scraper");
+                            "--clusterrole " + reader_role + " --serviceaccount " + ns.name() + ":scraper");
 
   OperatorProcess operator_process(
       {.user = "myop-secure-metrics",
