@@ -16,22 +16,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-bool myresource_gone(const std::string& namespace_, const std::string& name) {
-  auto result = testenv::kubectl("get myresource " + name + " -n " + namespace_);
-  return !result.ok() && result.output.find("NotFound") != std::string::npos;
-}
 
-bool deployment_rolled(const std::string& namespace_, const std::string& name, const std::string& image) {
-  const std::string line =
-      jsonpath("deployment", namespace_, name,
-               "{.spec.template.spec.containers[0].image} {.status.updatedReplicas} "
-               "{.status.availableReplicas} {.spec.replicas} {.status.observedGeneration} "
-               "{.metadata.generation}");
-  std::istringstream fields(line);
-  std::string live_image, updated, available, replicas, observed, generation;
-  fields >> live_image >> updated >> available >> replicas >> observed >> generation;
-  return live_image == image && updated == replicas && available == replicas && observed == generation;
-}
 
 // "<kind> <name> <uid> <controller> <blockOwnerDeletion>" of the only owner reference, "" without.
 std::string owner_of(const std::string& namespace_, const std::string& name) {

@@ -20,26 +20,11 @@ std::string canary_annotations(const std::string& target) {
   return "    myorg.io/canary: \"true\"\n    myorg.io/targetVersion: \"" + target + "\"\n";
 }
 
-bool deployment_gone(const std::string& namespace_, const std::string& name) {
-  auto result = testenv::kubectl("get deployment " + name + " -n " + namespace_);
-  return !result.ok() && result.output.find("NotFound") != std::string::npos;
-}
 
 std::string container_image(const std::string& namespace_, const std::string& name) {
   return jsonpath("deployment", namespace_, name, "{.spec.template.spec.containers[0].image}");
 }
 
-bool deployment_rolled(const std::string& namespace_, const std::string& name, const std::string& image) {
-  const std::string line =
-      jsonpath("deployment", namespace_, name,
-               "{.spec.template.spec.containers[0].image} {.status.updatedReplicas} "
-               "{.status.availableReplicas} {.spec.replicas} {.status.observedGeneration} "
-               "{.metadata.generation}");
-  std::istringstream fields(line);
-  std::string live_image, updated, available, replicas, observed, generation;
-  fields >> live_image >> updated >> available >> replicas >> observed >> generation;
-  return live_image == image && updated == replicas && available == replicas && observed == generation;
-}
 
 std::vector<AuditEntry> deployment_writes(const std::string& user, std::size_t mark,
                                           const std::string& name) {

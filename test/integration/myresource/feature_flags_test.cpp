@@ -24,10 +24,6 @@ bool deployment_exists(const std::string& namespace_, const std::string& name) {
   return testenv::kubectl("get deployment " + name + " -n " + namespace_).ok();
 }
 
-bool deployment_gone(const std::string& namespace_, const std::string& name) {
-  auto result = testenv::kubectl("get deployment " + name + " -n " + namespace_);
-  return !result.ok() && result.output.find("NotFound") != std::string::npos;
-}
 
 bool canary_is(const std::string& namespace_, const std::string& name, const std::string& reason) {
   return condition_reason(namespace_, name, "Canary") == reason;

@@ -396,4 +396,30 @@ std::string apply_test_cluster_role(const std::string& file) {
   return renamed;
 }
 
+bool deployment_rolled(const std::string& namespace_, const std::string& name, const std::string& image) {
+  const std::string line = jsonpath("deployment", namespace_, name,
+                                    "{.spec.template.spec.containers[0].image} {.status.updatedReplicas} "
+                                    "{.status.availableReplicas} {.spec.replicas} {.status.observedGeneration} "
+                                    "{.metadata.generation}");
+  std::istringstream fields(line);
+  std::string live_image, updated, available, replicas, observed, generation;
+  fields >> live_image >> updated >> available >> replicas >> observed >> generation;
+  return live_image == image && updated == replicas && available == replicas && observed == generation;
+}
+
+namespace {
+bool not_found(const std::string& resource, const std::string& namespace_, const std::string& name) {
+  auto result = testenv::kubectl("get " + resource + " " + name + " -n " + namespace_);
+  return !result.ok() && result.output.find("NotFound") != std::string::npos;
+}
+}  // namespace
+
+bool myresource_gone(const std::string& namespace_, const std::string& name) {
+  return not_found("myresource", namespace_, name);
+}
+
+bool deployment_gone(const std::string& namespace_, const std::string& name) {
+  return not_found("deployment", namespace_, name);
+}
+
 }  // namespace myop::testing

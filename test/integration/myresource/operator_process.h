@@ -132,4 +132,11 @@ void set_feature_flags(const std::string& namespace_, const std::vector<std::pai
 // Helm refuses to install over objects it did not create.
 std::string apply_test_cluster_role(const std::string& file);
 
+// Whether the Deployment has `image` and has rolled: every replica updated and available, and the
+// Deployment controller has observed its latest generation.
+bool deployment_rolled(const std::string& namespace_, const std::string& name, const std::string& image);
+// Whether `kubectl get` answers NotFound for the MyResource / the Deployment (not any other error).
+bool myresource_gone(const std::string& namespace_, const std::string& name);
+bool deployment_gone(const std::string& namespace_, const std::string& name);
+
 }  // namespace myop::testing

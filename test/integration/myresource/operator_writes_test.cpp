@@ -22,16 +22,6 @@ std::vector<AuditEntry> only(const std::vector<AuditEntry>& entries, const std::
   return kept;
 }
 
-bool deployment_rolled(const std::string& namespace_, const std::string& name, const std::string& image) {
-  const std::string line = jsonpath("deployment", namespace_, name,
-                                    "{.spec.template.spec.containers[0].image} {.status.updatedReplicas} "
-                                    "{.status.availableReplicas} {.spec.replicas} {.status.observedGeneration} "
-                                    "{.metadata.generation}");
-  std::istringstream fields(line);
-  std::string live_image, updated, available, replicas, observed, generation;
-  fields >> live_image >> updated >> available >> replicas >> observed >> generation;
-  return live_image == image && updated == replicas && available == replicas && observed == generation;
-}
 
 }  // namespace
 

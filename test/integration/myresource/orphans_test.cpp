@@ -15,15 +15,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-bool deployment_gone(const std::string& namespace_, const std::string& name) {
-  auto result = testenv::kubectl("get deployment " + name + " -n " + namespace_);
-  return !result.ok() && result.output.find("NotFound") != std::string::npos;
-}
 
-bool myresource_gone(const std::string& namespace_, const std::string& name) {
-  auto result = testenv::kubectl("get myresource " + name + " -n " + namespace_);
-  return !result.ok() && result.output.find("NotFound") != std::string::npos;
-}
 
 // The garbage collector (in kube-controller-manager) deletes a Deployment whose owner is gone
 // within seconds, before any sweep of the operator could see it. The sweep is the operator's
