@@ -44,7 +44,9 @@ struct Options {
   std::string leader_election_namespace;
   std::string leader_election_id = "my-operator.myorg.io";
   int max_concurrent_reconciles = 4;
-  double qps = 50;
+  // No client-side rate limit by default: the API server's Priority and Fairness limits clients, and its
+  // 429 + Retry-After is honoured (controller-runtime dropped its default limit for the same reason).
+  double qps = 0;
   int burst = 100;
   std::string resync_period = "10h";
   std::string orphan_sweep_period = "5m";
@@ -182,8 +184,11 @@ int main(int argc, char** argv) {
   add("leader-election-id", options.leader_election_id, "Name of the leader-election Lease");
   add("max-concurrent-reconciles", options.max_concurrent_reconciles, "Number of reconcile workers")
       ->check(CLI::Range(1, 1024));
-  add("qps", options.qps, "Client-side request rate limit (requests per second)")->check(CLI::PositiveNumber);
-  add("burst", options.burst, "Client-side request burst")->check(CLI::PositiveNumber);
+  add("qps", options.qps,
+      "Client-side request rate limit (requests per second); 0: none, the API server's Priority and Fairness "
+      "limits us (429 with Retry-After, honoured)")
+      ->check(CLI::NonNegativeNumber);
+  add("burst", options.burst, "Client-side request burst (with --qps above 0)")->check(CLI::PositiveNumber);
   add("resync-period", options.resync_period, "Period of the low-priority full resync, e.g. 10h");
   add("orphan-sweep-period", options.orphan_sweep_period,
       "Period of the orphan sweep (Deployments managed by my-operator whose owner is gone), e.g. 5m; the first "

@@ -65,7 +65,7 @@ std::string_view hint(Reason reason) {
              "resourceVersion";
     case Reason::TooManyRequests:
       return "the API server is throttling this client (API Priority and Fairness or max-in-flight); "
-             "lower --qps/--burst or retry later";
+             "set a client-side limit (--qps, --burst), lower --max-concurrent-reconciles, or retry later";
     case Reason::Conflict:
       return "the object changed since it was read: read it again and reapply the change";
     default:

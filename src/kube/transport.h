@@ -85,7 +85,7 @@ class Transport {
 };
 
 struct TransportOptions {
-  double qps = 50;  // client-side limit; <= 0 disables it
+  double qps = 0;  // client-side limit in requests per second; <= 0: none
   int burst = 100;
   std::string user_agent = "my-operator";
   std::chrono::milliseconds default_timeout{std::chrono::seconds(30)};
