@@ -1,5 +1,6 @@
 // my-operator: flags -> wiring. Kept thin; every behaviour lives in a layer under src/.
 #include <CLI/CLI.hpp>
+#include <malloc.h>
 #include <pplx/threadpool.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
@@ -156,6 +157,10 @@ bool preflight(myop::kube::Client& client, const std::vector<std::string>& names
 }  // namespace
 
 int main(int argc, char** argv) {
+  // glibc gives busy threads arenas of their own (up to 8 per core); the HTTP client's ~40 pool threads
+  // spread small, long-lived cache objects over many of them. Two arenas: 3 MiB less RSS with 1000
+  // objects cached (bench/run, create + idle), same CPU. MALLOC_ARENA_MAX in the environment wins.
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
   Options options;
   CLI::App app{"my-operator: reconciles MyResource (myorg.io/v1alpha1) objects into Deployments"};
   app.set_version_flag("--version", std::string("my-operator ") + myop::kVersion);
