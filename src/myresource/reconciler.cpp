@@ -21,7 +21,7 @@ constexpr std::string_view kOrphanDependentsFinalizer = "orphan";
 
 EventSubject subject_of(const MyResource& resource) {
   return {std::string(kApiVersion), std::string(kKind), resource.metadata.namespace_name,
-          resource.metadata.name, resource.metadata.uid};
+          resource.metadata.name, resource.metadata.uid, resource.metadata.resource_version};
 }
 
 // A child we may touch: controlled by this MyResource (by UID, so a same-named successor is safe).
