@@ -157,11 +157,13 @@ void Controller::process(const WorkItem& item) {
   request.deadline = started + options_.reconcile_timeout;
   {
     std::lock_guard lock(mutex_);
+    const bool was_idle = in_flight_.empty();
     auto& reconcile = in_flight_[reconcile_id];
     reconcile.key = item.key;
     reconcile.deadline = request.deadline;
     request.stop = reconcile.stop.get_token();
     metrics_.set_active_workers(static_cast<int>(in_flight_.size()));
+    if (was_idle) idle_.notify_all();  // the watchdog sleeps while nothing runs
   }
   const std::optional<TimePoint> seen = take_event_seen(item.key);
 
@@ -267,7 +269,10 @@ void Controller::run_watchdog(std::stop_token stop) {
     queue_->publish_in_flight_metrics();
     lock.lock();
     if (stop.stop_requested()) break;
-    options_.clock->wait_until(idle_, lock, options_.clock->now() + std::chrono::milliseconds(100));
+    // Deadlines are checked every 100 ms while reconciles run; with none running there is nothing to
+    // check (the first one to start wakes this up), so an idle operator does not wake 10 times a second.
+    const Duration period = in_flight_.empty() ? Duration(std::chrono::seconds(10)) : Duration(std::chrono::milliseconds(100));
+    options_.clock->wait_until(idle_, lock, options_.clock->now() + period);
   }
 }
 

@@ -221,11 +221,13 @@ void LeaseLeaderElector::renew_loop(std::stop_token stop) {
         std::lock_guard state_lock(mutex_);
         last = last_renew_;
       }
-      if (std::chrono::steady_clock::now() - last >= give_up_after) {
+      const auto give_up_at = last + give_up_after;
+      if (std::chrono::steady_clock::now() >= give_up_at) {
         lose("no successful renewal within the renew deadline");
         return;
       }
-      wait.wait_for(lock, watch_stop, std::chrono::milliseconds(100), [] { return false; });
+      // Until the deadline of the last renewal seen; a renewal meanwhile moves it, checked on waking.
+      wait.wait_until(lock, watch_stop, give_up_at, [] { return false; });
     }
   });
   while (!stop.stop_requested() && !lost_) {
