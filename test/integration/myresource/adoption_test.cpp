@@ -16,8 +16,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-
-
 // "<kind> <name> <uid> <controller> <blockOwnerDeletion>" of the only owner reference, "" without.
 std::string owner_of(const std::string& namespace_, const std::string& name) {
   return jsonpath("deployment", namespace_, name,

@@ -15,12 +15,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Canary annotations as myresource_manifest() takes them (indented under metadata.annotations).
-std::string canary_annotations(const std::string& target) {
-  return "    myorg.io/canary: \"true\"\n    myorg.io/targetVersion: \"" + target + "\"\n";
-}
-
-
 std::string container_image(const std::string& namespace_, const std::string& name) {
   return jsonpath("deployment", namespace_, name, "{.spec.template.spec.containers[0].image}");
 }

@@ -14,16 +14,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::string canary_annotations(const std::string& target, const std::string& features = "") {
-  std::string annotations = "    myorg.io/canary: \"true\"\n    myorg.io/targetVersion: \"" + target + "\"\n";
-  if (!features.empty()) annotations += "    myorg.io/features: \"" + features + "\"\n";
-  return annotations;
-}
-
 bool deployment_exists(const std::string& namespace_, const std::string& name) {
   return testenv::kubectl("get deployment " + name + " -n " + namespace_).ok();
 }
-
 
 bool canary_is(const std::string& namespace_, const std::string& name, const std::string& reason) {
   return condition_reason(namespace_, name, "Canary") == reason;

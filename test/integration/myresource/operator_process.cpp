@@ -314,6 +314,12 @@ std::string jsonpath(const std::string& resource, const std::string& namespace_,
   return output;
 }
 
+std::string canary_annotations(const std::string& target, const std::string& features) {
+  std::string annotations = "    myorg.io/canary: \"true\"\n    myorg.io/targetVersion: \"" + target + "\"\n";
+  if (!features.empty()) annotations += "    myorg.io/features: \"" + features + "\"\n";
+  return annotations;
+}
+
 std::string myresource_manifest(const std::string& namespace_, const std::string& name, const std::string& image,
                                 int replicas, const std::string& extra_spec, const std::string& annotations) {
   std::string manifest = "apiVersion: myorg.io/v1alpha1\nkind: MyResource\nmetadata:\n  name: " + name +

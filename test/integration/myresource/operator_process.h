@@ -104,6 +104,10 @@ std::string myresource_manifest(const std::string& namespace_, const std::string
                                 int replicas = 1, const std::string& extra_spec = "",
                                 const std::string& annotations = "");
 
+// Canary annotations as myresource_manifest() takes them (indented under metadata.annotations), with
+// an optional myorg.io/features override.
+std::string canary_annotations(const std::string& target, const std::string& features = "");
+
 // Whether the MyResource is Ready=True with status.observedGeneration == metadata.generation.
 bool myresource_ready(const std::string& namespace_, const std::string& name);
 // The reason of one of its conditions ("" when absent).

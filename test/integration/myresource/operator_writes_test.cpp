@@ -22,7 +22,6 @@ std::vector<AuditEntry> only(const std::vector<AuditEntry>& entries, const std::
   return kept;
 }
 
-
 }  // namespace
 
 TEST_CASE("a spec change is one Deployment update, an unchanged spec, a resync and a restart write nothing",

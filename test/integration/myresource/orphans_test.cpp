@@ -15,8 +15,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-
-
 // The garbage collector (in kube-controller-manager) deletes a Deployment whose owner is gone
 // within seconds, before any sweep of the operator could see it. The sweep is the operator's
 // answer to a cluster whose garbage collector is down or behind; this guard makes that cluster.
