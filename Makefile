@@ -6,9 +6,12 @@ JOBS ?= $(shell nproc)
 NAMESPACE ?= my-operator-system
 # Evaluated in the recipes that use it only (it may build helm).
 HELM = "$$(hack/build-tools.sh --print-bin-dir helm)/helm"
+# The control plane's version (hack/tools/versions.env): helm lints the chart against it.
+KUBERNETES_VERSION := $(shell sed -n 's/^KUBERNETES_VERSION=//p' hack/tools/versions.env)
 
 .PHONY: all deps tools configure build test unit-test integration-test e2e run demo demo-down \
-        deploy undeploy helm-lint bench fuzz sbom scan testenv-up testenv-down fmt lint clean
+        deploy undeploy helm-lint bench fuzz sbom scan testenv-up testenv-down fmt lint clean \
+        fresh-check
 
 all: build
 
@@ -57,7 +60,13 @@ undeploy: tools
 	$(HELM) uninstall my-operator --namespace $(NAMESPACE)
 
 helm-lint: tools
-	$(HELM) lint --strict charts/my-operator
+	$(HELM) lint --strict --kube-version $(KUBERNETES_VERSION) charts/my-operator
+
+# CI as on a new machine: a clone of HEAD with empty Go caches, no .cache/, no compiler cache;
+# prints each phase's time (hack/fresh-check). FRESH_CHECK_ARGS=--warm adds a second, warm run.
+FRESH_CHECK_ARGS ?=
+fresh-check:
+	hack/fresh-check $(FRESH_CHECK_ARGS)
 
 # Benchmarks, never part of `make test` (bench/README.md). BENCH_ARGS="--n 50 --idle-seconds 30" for a quick look.
 BENCH_ARGS ?=

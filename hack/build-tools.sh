@@ -38,6 +38,16 @@ tool_key() {
     cat "$tools_dir/$tool"/patch/* 2>/dev/null || true; } | sha256sum | cut -c1-12
 }
 
+# The folder of a module required by the current folder's go.mod, downloaded first: `go list -m`
+# alone prints an empty Dir for a module that is not in the module cache yet (a new machine).
+module_dir() {
+  local dir
+  go mod download "$1"
+  dir=$(go list -m -f '{{.Dir}}' "$1")
+  [ -n "$dir" ] && [ -d "$dir" ] || { echo "build-tools: module $1 not found in the module cache after download" >&2; return 1; }
+  echo "$dir"
+}
+
 bin_dir_of() { echo "$cache_root/$1-$(tool_version "$1")-$(tool_key "$1")/bin"; }
 
 build_tool() {
@@ -69,13 +79,23 @@ build_tool() {
         go build -o "$bin_dir/kwok" \
           -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=$version" sigs.k8s.io/kwok/cmd/kwok ;;
       helm)
-        go build -o "$bin_dir/helm" \
-          -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$version" helm.sh/helm/v3/cmd/helm ;;
+        # The ldflags of helm's own Makefile: without the k8sVersion ones, helm assumes
+        # Kubernetes 1.20 for .Capabilities, `helm template` and lint's deprecation checks.
+        # They name the minor version of the client-go that helm is built with.
+        local client_go k8s_minor ldflags="-s -w"
+        client_go=$(go list -m -f '{{.Version}}' k8s.io/client-go)
+        k8s_minor=$(echo "$client_go" | cut -d. -f2)
+        [[ "$k8s_minor" =~ ^[0-9]+$ ]] || { echo "build-tools: cannot read client-go's minor from '$client_go'" >&2; exit 1; }
+        ldflags+=" -X helm.sh/helm/v3/internal/version.version=$version -X helm.sh/helm/v3/internal/version.gitTreeState=clean"
+        for package in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+          ldflags+=" -X $package.k8sVersionMajor=1 -X $package.k8sVersionMinor=$k8s_minor"
+        done
+        go build -o "$bin_dir/helm" -ldflags "$ldflags" helm.sh/helm/v3/cmd/helm ;;
       chainsaw)
         # chainsaw v0.2.12 (the newest served) misses one method that Go 1.26's testing
         # package requires; build a copy of it with that method added (see patch/).
         local source patched=$bin_dir/../src
-        source=$(go list -m -f '{{.Dir}}' github.com/kyverno/chainsaw)
+        source=$(module_dir github.com/kyverno/chainsaw)
         rm -rf "$patched" && mkdir -p "$patched"
         cp -r "$source" "$patched/chainsaw" && chmod -R u+w "$patched/chainsaw"
         cp "$tools_dir/chainsaw/patch/test_deps_module_path.go.in" \
