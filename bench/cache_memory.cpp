@@ -57,14 +57,16 @@ std::string config_map_json(int index) {
   char uid[40];
   std::snprintf(uid, sizeof uid, "5f1c2a3b-0000-4000-8000-%012d", index);
   return R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":")" + name +
-         R"(","namespace":"bench","uid":")" + uid + R"(","resourceVersion":")" + std::to_string(100000 + index) +
+         R"(","namespace":"bench","uid":")" + uid + R"(","resourceVersion":")" +
+         std::to_string(100000 + index) +
          R"(","creationTimestamp":"2026-11-29T20:00:00Z","labels":{"app.kubernetes.io/name":"bench","set":"bulk"},)"
          R"("annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{\"apiVersion\":\"v1\",\"data\":{\"value\":\")" +
          value + R"(\"},\"kind\":\"ConfigMap\",\"metadata\":{\"name\":\")" + name +
          R"(\"}}"},"managedFields":[{"manager":"kubectl-client-side-apply","operation":"Update","apiVersion":"v1",)"
          R"("time":"2026-11-29T20:00:00Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{".":{},"f:value":{}},)"
          R"("f:metadata":{"f:annotations":{".":{},"f:kubectl.kubernetes.io/last-applied-configuration":{}},)"
-         R"("f:labels":{".":{},"f:app.kubernetes.io/name":{},"f:set":{}}}}}]},"data":{"value":")" + value + R"("}})";
+         R"("f:labels":{".":{},"f:app.kubernetes.io/name":{},"f:set":{}}}}}]},"data":{"value":")" +
+         value + R"("}})";
 }
 
 std::string read_file(const std::string& path) {
@@ -93,7 +95,8 @@ std::string copy_of(const std::string& sample, int index, const std::string& sam
   std::snprintf(deployment_uid, sizeof deployment_uid, "5f1c2a3b-0000-4000-9000-%012d", index);
   std::string text = sample;
   replace_all(text, kSampleName, "bench-" + std::to_string(index));
-  replace_all(text, std::string("\"") + kSampleNamespace + "\"", "\"bench-ns-" + std::to_string(index % 10) + "\"");
+  replace_all(text, std::string("\"") + kSampleNamespace + "\"",
+              "\"bench-ns-" + std::to_string(index % 10) + "\"");
   replace_all(text, kSampleMyResourceUid, myresource_uid);
   replace_all(text, kSampleDeploymentUid, deployment_uid);
   replace_all(text, "\"resourceVersion\":\"" + sample_version + "\"",
@@ -163,8 +166,10 @@ int operator_caches(int objects, const std::string& testdata) {
               per((with_myresources - base) * 1024.0, myresources.cache().size()));
   std::printf("RSS per Deployment:            %.0f bytes\n",
               per((loaded - with_myresources) * 1024.0, deployments.cache().size()));
-  std::printf("JSON pool per MyResource:      %.0f bytes\n", per(myresource_pool, myresources.cache().size()));
-  std::printf("JSON pool per Deployment:      %.0f bytes\n", per(deployment_pool, deployments.cache().size()));
+  std::printf("JSON pool per MyResource:      %.0f bytes\n",
+              per(myresource_pool, myresources.cache().size()));
+  std::printf("JSON pool per Deployment:      %.0f bytes\n",
+              per(deployment_pool, deployments.cache().size()));
   return 0;
 }
 
@@ -236,7 +241,8 @@ int main(int argc, char** argv) {
   std::printf("base RSS:                %.1f MiB\n", base / 1024.0);
   std::printf("RSS with cache:          %.1f MiB\n", loaded / 1024.0);
   std::printf("RSS per cached object:   %.0f bytes\n", cached ? (loaded - base) * 1024.0 / cached : 0.0);
-  std::printf("JSON pool per object:    %.0f bytes\n", cached ? static_cast<double>(pool_bytes) / cached : 0.0);
+  std::printf("JSON pool per object:    %.0f bytes\n",
+              cached ? static_cast<double>(pool_bytes) / cached : 0.0);
   informer.stop();
   return 0;
 }

@@ -59,11 +59,12 @@ struct Options {
 };
 
 [[noreturn]] void usage(const char* message) {
-  std::fprintf(stderr,
-               "raw_baseline: %s\n"
-               "usage: raw_baseline create|update|delete|latency --kubeconfig FILE [--n N] [--image IMG]\n"
-               "       [--prefix bench] [--namespaces 10] [--concurrency 4] [--qps 0] [--timeout-seconds 1800]\n",
-               message);
+  std::fprintf(
+      stderr,
+      "raw_baseline: %s\n"
+      "usage: raw_baseline create|update|delete|latency --kubeconfig FILE [--n N] [--image IMG]\n"
+      "       [--prefix bench] [--namespaces 10] [--concurrency 4] [--qps 0] [--timeout-seconds 1800]\n",
+      message);
   std::exit(2);
 }
 
@@ -75,15 +76,24 @@ Options parse_options(int argc, char** argv) {
     std::string flag = argv[i];
     if (i + 1 >= argc) usage(("missing value for " + flag).c_str());
     std::string value = argv[++i];
-    if (flag == "--kubeconfig") options.kubeconfig = value;
-    else if (flag == "--n") options.count = std::stoi(value);
-    else if (flag == "--image") options.image = value;
-    else if (flag == "--prefix") options.prefix = value;
-    else if (flag == "--namespaces") options.namespaces = std::stoi(value);
-    else if (flag == "--concurrency") options.concurrency = std::stoi(value);
-    else if (flag == "--qps") options.qps = std::stod(value);
-    else if (flag == "--timeout-seconds") options.timeout_seconds = std::stoi(value);
-    else usage(("unknown flag " + flag).c_str());
+    if (flag == "--kubeconfig")
+      options.kubeconfig = value;
+    else if (flag == "--n")
+      options.count = std::stoi(value);
+    else if (flag == "--image")
+      options.image = value;
+    else if (flag == "--prefix")
+      options.prefix = value;
+    else if (flag == "--namespaces")
+      options.namespaces = std::stoi(value);
+    else if (flag == "--concurrency")
+      options.concurrency = std::stoi(value);
+    else if (flag == "--qps")
+      options.qps = std::stod(value);
+    else if (flag == "--timeout-seconds")
+      options.timeout_seconds = std::stoi(value);
+    else
+      usage(("unknown flag " + flag).c_str());
   }
   if (options.mode != "create" && options.mode != "update" && options.mode != "delete" &&
       options.mode != "latency")
@@ -164,7 +174,8 @@ class Baseline {
     auto mr = myop::kube::resources::my_resources();
     // 1. Finalizer, retried until the harness has created the object.
     auto owner = retry_until([&] {
-      return client_->patch(mr, ns, name, PatchType::Merge, R"({"metadata":{"finalizers":["myorg.io/finalizer"]}})");
+      return client_->patch(mr, ns, name, PatchType::Merge,
+                            R"({"metadata":{"finalizers":["myorg.io/finalizer"]}})");
     });
     if (!owner) return false;
     const auto& object = *owner;
@@ -178,20 +189,22 @@ class Baseline {
     std::string labels = R"({"app.kubernetes.io/name":)" + json_string(name) +
                          R"(,"app.kubernetes.io/managed-by":"my-operator","myorg.io/myresource":)" +
                          json_string(name) + R"(,"myorg.io/track":"stable"})";
-    std::string selector = R"({"app.kubernetes.io/name":)" + json_string(name) + R"(,"myorg.io/track":"stable"})";
-    std::string body = R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":)" + json_string(name) +
-                       R"(,"labels":)" + labels + R"(,"annotations":{"myorg.io/observed-generation":")" +
-                       std::to_string(generation) +
-                       R"("},"ownerReferences":[{"apiVersion":"myorg.io/v1alpha1","kind":"MyResource","name":)" +
-                       json_string(name) + R"(,"uid":)" + json_string(uid) +
-                       R"(,"controller":true,"blockOwnerDeletion":true}]},"spec":{"replicas":)" +
-                       std::to_string(replicas) + R"(,"selector":{"matchLabels":)" + selector +
-                       R"(},"template":{"metadata":{"labels":)" + labels +
-                       R"(},"spec":{"containers":[{"name":"app","image":)" + json_string(image) + "}]}}}}";
+    std::string selector =
+        R"({"app.kubernetes.io/name":)" + json_string(name) + R"(,"myorg.io/track":"stable"})";
+    std::string body =
+        R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":)" + json_string(name) +
+        R"(,"labels":)" + labels + R"(,"annotations":{"myorg.io/observed-generation":")" +
+        std::to_string(generation) +
+        R"("},"ownerReferences":[{"apiVersion":"myorg.io/v1alpha1","kind":"MyResource","name":)" +
+        json_string(name) + R"(,"uid":)" + json_string(uid) +
+        R"(,"controller":true,"blockOwnerDeletion":true}]},"spec":{"replicas":)" + std::to_string(replicas) +
+        R"(,"selector":{"matchLabels":)" + selector + R"(},"template":{"metadata":{"labels":)" + labels +
+        R"(},"spec":{"containers":[{"name":"app","image":)" + json_string(image) + "}]}}}}";
     rapidjson::Document deployment;
     deployment.Parse(body.c_str());
-    auto created = retry_until(
-        [&] { return client_->create(myop::kube::resources::deployments(), ns, deployment); }, Reason::AlreadyExists);
+    auto created =
+        retry_until([&] { return client_->create(myop::kube::resources::deployments(), ns, deployment); },
+                    Reason::AlreadyExists);
     if (!created && created.error().reason != Reason::AlreadyExists) return report(ns, name, created.error());
 
     // 3. Status.
@@ -257,7 +270,8 @@ class Baseline {
       auto object = client_->get(myop::kube::resources::my_resources(), ns, name);
       bool ok = false;
       if (object) {
-        std::int64_t replicas = (*object)["spec"].HasMember("replicas") ? int_at(*object, {"spec", "replicas"}) : 1;
+        std::int64_t replicas =
+            (*object)["spec"].HasMember("replicas") ? int_at(*object, {"spec", "replicas"}) : 1;
         ok = update_writes(ns, name, image, int_at(*object, {"metadata", "generation"}), replicas);
       } else {
         report(ns, name, object.error());
@@ -269,15 +283,17 @@ class Baseline {
   }
 
  private:
-  bool write_status(const std::string& ns, const std::string& name, std::int64_t generation, const std::string& image,
-                    std::int64_t replicas) {
+  bool write_status(const std::string& ns, const std::string& name, std::int64_t generation,
+                    const std::string& image, std::int64_t replicas) {
     std::string gen = std::to_string(generation);
-    std::string status = R"({"status":{"observedGeneration":)" + gen + R"(,"image":)" + json_string(image) +
-                         R"(,"replicas":)" + std::to_string(replicas) +
-                         R"(,"conditions":[{"type":"Ready","status":"True","reason":"Available","message":"raw baseline","observedGeneration":)" +
-                         gen + R"(,"lastTransitionTime":")" + now_rfc3339() + R"("}]}})";
+    std::string status =
+        R"({"status":{"observedGeneration":)" + gen + R"(,"image":)" + json_string(image) +
+        R"(,"replicas":)" + std::to_string(replicas) +
+        R"(,"conditions":[{"type":"Ready","status":"True","reason":"Available","message":"raw baseline","observedGeneration":)" +
+        gen + R"(,"lastTransitionTime":")" + now_rfc3339() + R"("}]}})";
     auto patched = retry_until([&] {
-      return client_->patch(myop::kube::resources::my_resources(), ns, name, PatchType::Merge, status, {}, "status");
+      return client_->patch(myop::kube::resources::my_resources(), ns, name, PatchType::Merge, status, {},
+                            "status");
     });
     return static_cast<bool>(patched);
   }
@@ -291,8 +307,9 @@ class Baseline {
       if (result) return result;
       Reason reason = result.error().reason;
       if (accept && reason == *accept) return result;
-      bool again = reason == Reason::NotFound || reason == Reason::Conflict || reason == Reason::TooManyRequests ||
-                   reason == Reason::ServiceUnavailable || reason == Reason::Timeout;
+      bool again = reason == Reason::NotFound || reason == Reason::Conflict ||
+                   reason == Reason::TooManyRequests || reason == Reason::ServiceUnavailable ||
+                   reason == Reason::Timeout;
       if (!again || past_deadline()) {
         std::fprintf(stderr, "raw_baseline: %s\n", result.error().to_string().c_str());
         return result;
@@ -349,20 +366,18 @@ int main(int argc, char** argv) {
 
   int failures = 0;
   if (options.mode == "create") {
-    failures = baseline.for_each_object([&](const std::string& ns, const std::string& name) {
-      return baseline.create(ns, name);
-    });
+    failures = baseline.for_each_object(
+        [&](const std::string& ns, const std::string& name) { return baseline.create(ns, name); });
   } else if (options.mode == "update") {
-    failures = baseline.for_each_object([&](const std::string& ns, const std::string& name) {
-      return baseline.update(ns, name);
-    });
+    failures = baseline.for_each_object(
+        [&](const std::string& ns, const std::string& name) { return baseline.update(ns, name); });
   } else if (options.mode == "delete") {
-    failures = baseline.for_each_object([&](const std::string& ns, const std::string& name) {
-      return baseline.remove(ns, name);
-    });
+    failures = baseline.for_each_object(
+        [&](const std::string& ns, const std::string& name) { return baseline.remove(ns, name); });
   } else {
     failures = baseline.latency();
   }
-  if (failures > 0) std::fprintf(stderr, "raw_baseline: %s: %d objects failed\n", options.mode.c_str(), failures);
+  if (failures > 0)
+    std::fprintf(stderr, "raw_baseline: %s: %d objects failed\n", options.mode.c_str(), failures);
   return failures == 0 ? 0 : 1;
 }

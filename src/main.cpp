@@ -1,9 +1,9 @@
 // my-operator: flags -> wiring. Kept thin; every behaviour lives in a layer under src/.
-#include <CLI/CLI.hpp>
 #include <malloc.h>
 #include <pplx/threadpool.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -60,7 +60,8 @@ struct Options {
 // Every flag is also read from MYOP_<FLAG_IN_UPPER_SNAKE_CASE>, as DESIGN.md says.
 std::string environment_name(const std::string& flag) {
   std::string name = "MYOP_";
-  for (char c : flag) name += (c == '-') ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  for (char c : flag)
+    name += (c == '-') ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return name;
 }
 
@@ -77,9 +78,15 @@ std::chrono::seconds parse_duration(const std::string& flag, const std::string& 
       throw CLI::ValidationError(flag, "'" + text + "' is not a duration such as 10h, 30m or 1h30m");
     const long value = std::stol(text.substr(position, digits - position));
     switch (text[digits]) {
-      case 'h': total += std::chrono::hours(value); break;
-      case 'm': total += std::chrono::minutes(value); break;
-      case 's': total += std::chrono::seconds(value); break;
+      case 'h':
+        total += std::chrono::hours(value);
+        break;
+      case 'm':
+        total += std::chrono::minutes(value);
+        break;
+      case 's':
+        total += std::chrono::seconds(value);
+        break;
       default:
         throw CLI::ValidationError(flag, "'" + text + "' has an unknown unit (use h, m or s)");
     }
@@ -104,7 +111,8 @@ std::vector<std::string> split_namespaces(const std::string& list) {
 // The operator's own namespace: POD_NAMESPACE (downward API), else the kubeconfig context's or the
 // in-cluster service account's namespace.
 std::string operator_namespace(const myop::kube::ClientConfig& config) {
-  if (const char* pod_namespace = std::getenv("POD_NAMESPACE"); pod_namespace && *pod_namespace) return pod_namespace;
+  if (const char* pod_namespace = std::getenv("POD_NAMESPACE"); pod_namespace && *pod_namespace)
+    return pod_namespace;
   return config.namespace_name.empty() ? "default" : config.namespace_name;
 }
 
@@ -121,17 +129,18 @@ bool preflight(myop::kube::Client& client, const std::vector<std::string>& names
   auto discovered = client.discover(myop::myresource::kGroup, myop::myresource::kVersion);
   if (!discovered) {
     if (discovered.error().reason == Reason::NotFound) {
-      spdlog::critical("the MyResource CRD (myresources.myorg.io, version v1alpha1) is not installed; install it "
-                       "with `kubectl apply -f config/crd/` or the Helm chart, then start the operator again");
+      spdlog::critical(
+          "the MyResource CRD (myresources.myorg.io, version v1alpha1) is not installed; install it "
+          "with `kubectl apply -f config/crd/` or the Helm chart, then start the operator again");
     } else {
-      spdlog::critical("cannot reach the API server to discover myorg.io/v1alpha1: {}", discovered.error().message);
+      spdlog::critical("cannot reach the API server to discover myorg.io/v1alpha1: {}",
+                       discovered.error().message);
     }
     return false;
   }
-  const myop::kube::ResourceType myresources{std::string(myop::myresource::kGroup),
-                                             std::string(myop::myresource::kVersion),
-                                             std::string(myop::myresource::kPlural), true,
-                                             std::string(myop::myresource::kKind)};
+  const myop::kube::ResourceType myresources{
+      std::string(myop::myresource::kGroup), std::string(myop::myresource::kVersion),
+      std::string(myop::myresource::kPlural), true, std::string(myop::myresource::kKind)};
   myop::kube::ListOptions options;
   options.limit = 1;
   const std::vector<std::string> scopes = namespaces.empty() ? std::vector<std::string>{""} : namespaces;
@@ -140,9 +149,10 @@ bool preflight(myop::kube::Client& client, const std::vector<std::string>& names
     for (const auto& type : {myresources, myop::kube::resources::deployments()}) {
       auto listed = client.list(type, scope, options);
       if (!listed && listed.error().reason == Reason::Forbidden) {
-        spdlog::critical("RBAC forbids listing {} in {}: {} (grant the operator's ServiceAccount the rules in "
-                         "config/rbac, or install the Helm chart)",
-                         type.resource, where, listed.error().message);
+        spdlog::critical(
+            "RBAC forbids listing {} in {}: {} (grant the operator's ServiceAccount the rules in "
+            "config/rbac, or install the Helm chart)",
+            type.resource, where, listed.error().message);
         return false;
       }
       if (!listed) {
@@ -168,10 +178,12 @@ int main(int argc, char** argv) {
   auto add = [&](const std::string& flag, auto& value, const std::string& help) {
     return app.add_option("--" + flag, value, help)->envname(environment_name(flag))->capture_default_str();
   };
-  add("kubeconfig", options.kubeconfig, "Path to a kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
+  add("kubeconfig", options.kubeconfig,
+      "Path to a kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
   add("context", options.context, "Kubeconfig context to use (default: current-context)");
   add("namespaces", options.namespaces, "Comma-separated namespaces to watch; empty watches all namespaces");
-  add("metrics-bind-address", options.metrics_bind_address, "Address the /metrics endpoint binds to; 0 disables it");
+  add("metrics-bind-address", options.metrics_bind_address,
+      "Address the /metrics endpoint binds to; 0 disables it");
   add("health-probe-bind-address", options.health_probe_bind_address, "Address /healthz and /readyz bind to");
   app.add_flag("--metrics-secure", options.metrics_secure,
                "Serve /metrics over HTTPS, only to bearer tokens allowed `get` on /metrics (TokenReview + "
@@ -196,7 +208,8 @@ int main(int argc, char** argv) {
   add("burst", options.burst, "Client-side request burst (with --qps above 0)")->check(CLI::PositiveNumber);
   add("resync-period", options.resync_period, "Period of the low-priority full resync, e.g. 10h");
   add("orphan-sweep-period", options.orphan_sweep_period,
-      "Period of the orphan sweep (Deployments managed by my-operator whose owner is gone), e.g. 5m; the first "
+      "Period of the orphan sweep (Deployments managed by my-operator whose owner is gone), e.g. 5m; the "
+      "first "
       "pass runs 30 s after start, or after one period when that is shorter");
   add("config-map", options.config_map, "Feature-flag ConfigMap in the operator's namespace");
   add("log-level", options.log_level, "trace|debug|info|warn|error")
@@ -255,7 +268,8 @@ int main(int argc, char** argv) {
     spdlog::critical("cannot set up the connection to {}: {}", config->server, transport.error().message);
     return EXIT_FAILURE;
   }
-  auto client = std::make_shared<myop::kube::Client>(transport.value(), std::string(myop::myresource::kFieldManager));
+  auto client =
+      std::make_shared<myop::kube::Client>(transport.value(), std::string(myop::myresource::kFieldManager));
 
   const std::string own_namespace = operator_namespace(config.value());
   const std::string identity = host_name();
@@ -297,7 +311,8 @@ int main(int argc, char** argv) {
     review_options.retry.max_backoff = std::chrono::milliseconds(2500);
     auto review_transport = myop::kube::make_https_transport(config.value(), review_options);
     if (!review_transport) {
-      spdlog::critical("cannot set up the connection to {}: {}", config->server, review_transport.error().message);
+      spdlog::critical("cannot set up the connection to {}: {}", config->server,
+                       review_transport.error().message);
       return EXIT_FAILURE;
     }
     manager_options.metrics_authorizer = std::make_shared<myop::runtime::MetricsAuthorizer>(

@@ -99,16 +99,19 @@ Result<rapidjson::Document> Client::request_json(const Request& request, std::st
   rapidjson::Document document;
   document.Parse(response->body.data(), response->body.size());
   if (document.HasParseError())
-    return make_error(Reason::Unknown, request.method + " " + request.path + ": the API server answered HTTP " +
-                                           std::to_string(response->status_code) + " with a body that is not JSON");
+    return make_error(Reason::Unknown,
+                      request.method + " " + request.path + ": the API server answered HTTP " +
+                          std::to_string(response->status_code) + " with a body that is not JSON");
   return document;
 }
 
 Result<rapidjson::Document> Client::get(const ResourceType& type, std::string_view namespace_name,
-                                        std::string_view name, const GetOptions& options, std::stop_token stop) {
+                                        std::string_view name, const GetOptions& options,
+                                        std::stop_token stop) {
   Request request;
   request.path = object_path(type, namespace_name, name);
-  if (!options.resource_version.empty()) request.query.emplace_back("resourceVersion", options.resource_version);
+  if (!options.resource_version.empty())
+    request.query.emplace_back("resourceVersion", options.resource_version);
   return request_json(request, stop);
 }
 
@@ -126,7 +129,8 @@ Result<rapidjson::Document> Client::list_all(const ResourceType& type, std::stri
   if (!first) return first;
   rapidjson::Document result = std::move(first).value();
   auto& allocator = result.GetAllocator();
-  if (!result.HasMember("items") || !result["items"].IsArray()) result.AddMember("items", rapidjson::Value(rapidjson::kArrayType), allocator);
+  if (!result.HasMember("items") || !result["items"].IsArray())
+    result.AddMember("items", rapidjson::Value(rapidjson::kArrayType), allocator);
   std::string continue_token = string_at(result, {"metadata", "continue"});
   while (!continue_token.empty()) {
     options.continue_token = continue_token;
@@ -146,7 +150,8 @@ Result<rapidjson::Document> Client::list_all(const ResourceType& type, std::stri
     }
     auto& items = page.value()["items"];
     if (items.IsArray())
-      for (auto& item : items.GetArray()) result["items"].PushBack(rapidjson::Value(item, allocator), allocator);
+      for (auto& item : items.GetArray())
+        result["items"].PushBack(rapidjson::Value(item, allocator), allocator);
     continue_token = string_at(page.value(), {"metadata", "continue"});
     if (page.value().HasMember("metadata")) result["metadata"].CopyFrom(page.value()["metadata"], allocator);
   }
@@ -162,7 +167,8 @@ Result<rapidjson::Document> Client::write_json(std::string_view method, std::str
   request.path = std::move(path);
   request.body = to_json(object);
   request.content_type = "application/json";
-  add_write_query(request.query, options.field_manager.empty() ? default_field_manager_ : options.field_manager,
+  add_write_query(request.query,
+                  options.field_manager.empty() ? default_field_manager_ : options.field_manager,
                   options.dry_run);
   return request_json(request, stop);
 }
@@ -221,17 +227,20 @@ Result<rapidjson::Document> Client::remove(const ResourceType& type, std::string
   body.AddMember("kind", "DeleteOptions", allocator);
   body.AddMember("apiVersion", "v1", allocator);
   if (!options.propagation_policy.empty())
-    body.AddMember("propagationPolicy", rapidjson::Value(options.propagation_policy.c_str(), allocator), allocator);
-  if (options.grace_period_seconds)
-    body.AddMember("gracePeriodSeconds", rapidjson::Value(static_cast<int64_t>(*options.grace_period_seconds)),
+    body.AddMember("propagationPolicy", rapidjson::Value(options.propagation_policy.c_str(), allocator),
                    allocator);
+  if (options.grace_period_seconds)
+    body.AddMember("gracePeriodSeconds",
+                   rapidjson::Value(static_cast<int64_t>(*options.grace_period_seconds)), allocator);
   if (!options.precondition_uid.empty() || !options.precondition_resource_version.empty()) {
     rapidjson::Value preconditions(rapidjson::kObjectType);
     if (!options.precondition_uid.empty())
-      preconditions.AddMember("uid", rapidjson::Value(options.precondition_uid.c_str(), allocator), allocator);
+      preconditions.AddMember("uid", rapidjson::Value(options.precondition_uid.c_str(), allocator),
+                              allocator);
     if (!options.precondition_resource_version.empty())
       preconditions.AddMember("resourceVersion",
-                              rapidjson::Value(options.precondition_resource_version.c_str(), allocator), allocator);
+                              rapidjson::Value(options.precondition_resource_version.c_str(), allocator),
+                              allocator);
     body.AddMember("preconditions", preconditions, allocator);
   }
   Request request;
@@ -244,7 +253,8 @@ Result<rapidjson::Document> Client::remove(const ResourceType& type, std::string
 }
 
 Result<StreamEnd> Client::watch(const ResourceType& type, std::string_view namespace_name,
-                                const WatchOptions& options, const ChunkHandler& on_chunk, std::stop_token stop) {
+                                const WatchOptions& options, const ChunkHandler& on_chunk,
+                                std::stop_token stop) {
   Request request;
   request.path = collection_path(type, namespace_name);
   request.query = watch_query(options);
@@ -269,7 +279,8 @@ Result<ResourceType> Client::resource_for_kind(std::string_view group, std::stri
       if (string_at(resource, {"kind"}) != kind || name.find('/') != std::string::npos) continue;
       const JsonValue* namespaced = find_member(resource, "namespaced");
       return ResourceType{std::string(group), std::string(version), name,
-                          namespaced != nullptr && namespaced->IsBool() && namespaced->GetBool(), std::string(kind)};
+                          namespaced != nullptr && namespaced->IsBool() && namespaced->GetBool(),
+                          std::string(kind)};
     }
   }
   return make_error(Reason::NotFound, "the API server does not serve kind " + std::string(kind) + " in " +
@@ -281,7 +292,8 @@ Result<void> Client::wait_for_crd_established(std::string_view crd_name, std::ch
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::string last_problem = "not looked at yet";
   while (std::chrono::steady_clock::now() < deadline) {
-    if (stop.stop_requested()) return make_error(Reason::Cancelled, "waiting for CRD " + std::string(crd_name) + " cancelled");
+    if (stop.stop_requested())
+      return make_error(Reason::Cancelled, "waiting for CRD " + std::string(crd_name) + " cancelled");
     auto crd = get(resources::custom_resource_definitions(), "", crd_name, {}, stop);
     if (!crd) {
       if (!is_not_found(crd.error())) return std::move(crd).error();

@@ -68,7 +68,7 @@ struct WatchOptions {
   std::string label_selector;
   std::string field_selector;
   bool allow_bookmarks = true;
-  bool send_initial_events = false;  // WatchList
+  bool send_initial_events = false;    // WatchList
   std::optional<int> timeout_seconds;  // the server ends the watch after this; keep it below idle_timeout
   StreamOptions stream{};
 };
@@ -77,8 +77,9 @@ class Client {
  public:
   explicit Client(std::shared_ptr<Transport> transport, std::string default_field_manager = "my-operator");
 
-  Result<rapidjson::Document> get(const ResourceType& type, std::string_view namespace_name, std::string_view name,
-                                  const GetOptions& options = {}, std::stop_token stop = {});
+  Result<rapidjson::Document> get(const ResourceType& type, std::string_view namespace_name,
+                                  std::string_view name, const GetOptions& options = {},
+                                  std::stop_token stop = {});
 
   // One page (or everything when no limit). The answer is a List with items and metadata.continue.
   Result<rapidjson::Document> list(const ResourceType& type, std::string_view namespace_name,
@@ -107,9 +108,10 @@ class Client {
                                             std::stop_token stop = {});
 
   // PATCH with `body` of the given type. `subresource` is "" or e.g. "status".
-  Result<rapidjson::Document> patch(const ResourceType& type, std::string_view namespace_name, std::string_view name,
-                                    PatchType patch_type, std::string_view body, const PatchOptions& options = {},
-                                    std::string_view subresource = {}, std::stop_token stop = {});
+  Result<rapidjson::Document> patch(const ResourceType& type, std::string_view namespace_name,
+                                    std::string_view name, PatchType patch_type, std::string_view body,
+                                    const PatchOptions& options = {}, std::string_view subresource = {},
+                                    std::stop_token stop = {});
 
   // Server-side apply of `object` (it must carry apiVersion, kind and metadata.name). A field owned by
   // another manager gives Conflict with one cause per field unless options.force.
@@ -119,21 +121,24 @@ class Client {
 
   // DELETE. The answer is the object (still present while finalizers or foreground deletion hold it) or
   // a Status of success.
-  Result<rapidjson::Document> remove(const ResourceType& type, std::string_view namespace_name, std::string_view name,
-                                     const DeleteOptions& options = {}, std::stop_token stop = {});
+  Result<rapidjson::Document> remove(const ResourceType& type, std::string_view namespace_name,
+                                     std::string_view name, const DeleteOptions& options = {},
+                                     std::stop_token stop = {});
 
   // Opens a watch and hands its raw newline-delimited JSON to `on_chunk` (see Transport::stream). The
   // watch engine (kube/watch.h) parses the events and reconnects; this is only the HTTP part.
-  Result<StreamEnd> watch(const ResourceType& type, std::string_view namespace_name, const WatchOptions& options,
-                          const ChunkHandler& on_chunk, std::stop_token stop = {});
+  Result<StreamEnd> watch(const ResourceType& type, std::string_view namespace_name,
+                          const WatchOptions& options, const ChunkHandler& on_chunk,
+                          std::stop_token stop = {});
 
   // Discovery: the APIResourceList of one group version ("/api/v1" or "/apis/g/v").
-  Result<rapidjson::Document> discover(std::string_view group, std::string_view version, std::stop_token stop = {});
+  Result<rapidjson::Document> discover(std::string_view group, std::string_view version,
+                                       std::stop_token stop = {});
 
   // Looks `kind` up by discovery and returns its ResourceType (plural, scope). NotFound when the server
   // does not serve it (yet).
-  Result<ResourceType> resource_for_kind(std::string_view group, std::string_view version, std::string_view kind,
-                                         std::stop_token stop = {});
+  Result<ResourceType> resource_for_kind(std::string_view group, std::string_view version,
+                                         std::string_view kind, std::stop_token stop = {});
 
   // Polls the CRD until condition Established is True and its group version is served, or `timeout`.
   Result<void> wait_for_crd_established(std::string_view crd_name, std::chrono::milliseconds timeout,
@@ -146,8 +151,9 @@ class Client {
   const std::string& default_field_manager() const { return default_field_manager_; }
 
  private:
-  Result<rapidjson::Document> write_json(std::string_view method, std::string path, const rapidjson::Value& object,
-                                         const WriteOptions& options, std::stop_token stop);
+  Result<rapidjson::Document> write_json(std::string_view method, std::string path,
+                                         const rapidjson::Value& object, const WriteOptions& options,
+                                         std::stop_token stop);
 
   std::shared_ptr<Transport> transport_;
   std::string default_field_manager_;

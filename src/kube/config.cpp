@@ -38,7 +38,8 @@ std::optional<std::string> environment(const char* name) {
 
 Result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in) return make_error(Reason::InvalidConfiguration, "cannot read " + path + ": " + std::strerror(errno));
+  if (!in)
+    return make_error(Reason::InvalidConfiguration, "cannot read " + path + ": " + std::strerror(errno));
   std::ostringstream content;
   content << in.rdbuf();
   if (in.bad()) return make_error(Reason::InvalidConfiguration, "cannot read " + path + ": read error");
@@ -101,7 +102,8 @@ bool boolean(const YAML::Node& node, const std::string& field) {
   if (!node || node.IsNull()) return false;
   bool value = false;
   if (!node.IsScalar() || !YAML::convert<bool>::decode(node, value))
-    throw FieldError{field, "must be true or false, not \"" + (node.IsScalar() ? node.Scalar() : "a map or list") + "\""};
+    throw FieldError{
+        field, "must be true or false, not \"" + (node.IsScalar() ? node.Scalar() : "a map or list") + "\""};
   return value;
 }
 
@@ -199,49 +201,52 @@ Kubeconfig parse_document(const YAML::Node& root, const std::string& file) {
   if (!kind.empty() && kind != "Config") throw FieldError{"kind", "is \"" + kind + "\", expected Config"};
   config.current_context = scalar(root["current-context"], "current-context");
 
-  for_each_named(root, "clusters", "cluster", [&](const std::string& name, const YAML::Node& body,
-                                                  const std::string& field) {
-    Kubeconfig::Cluster cluster;
-    cluster.origin = file;
-    cluster.server = scalar(body["server"], field + ".server");
-    cluster.certificate_authority =
-        resolve_path(scalar(body["certificate-authority"], field + ".certificate-authority"), file);
-    cluster.certificate_authority_data =
-        base64_field(body["certificate-authority-data"], field + ".certificate-authority-data");
-    cluster.tls_server_name = scalar(body["tls-server-name"], field + ".tls-server-name");
-    cluster.insecure_skip_tls_verify = boolean(body["insecure-skip-tls-verify"], field + ".insecure-skip-tls-verify");
-    cluster.proxy_url = scalar(body["proxy-url"], field + ".proxy-url");
-    config.clusters.emplace(name, std::move(cluster));
-  });
+  for_each_named(root, "clusters", "cluster",
+                 [&](const std::string& name, const YAML::Node& body, const std::string& field) {
+                   Kubeconfig::Cluster cluster;
+                   cluster.origin = file;
+                   cluster.server = scalar(body["server"], field + ".server");
+                   cluster.certificate_authority = resolve_path(
+                       scalar(body["certificate-authority"], field + ".certificate-authority"), file);
+                   cluster.certificate_authority_data = base64_field(body["certificate-authority-data"],
+                                                                     field + ".certificate-authority-data");
+                   cluster.tls_server_name = scalar(body["tls-server-name"], field + ".tls-server-name");
+                   cluster.insecure_skip_tls_verify =
+                       boolean(body["insecure-skip-tls-verify"], field + ".insecure-skip-tls-verify");
+                   cluster.proxy_url = scalar(body["proxy-url"], field + ".proxy-url");
+                   config.clusters.emplace(name, std::move(cluster));
+                 });
 
-  for_each_named(root, "users", "user", [&](const std::string& name, const YAML::Node& body,
-                                            const std::string& field) {
-    Kubeconfig::User user;
-    user.origin = file;
-    user.client_certificate = resolve_path(scalar(body["client-certificate"], field + ".client-certificate"), file);
-    user.client_certificate_data = base64_field(body["client-certificate-data"], field + ".client-certificate-data");
-    user.client_key = resolve_path(scalar(body["client-key"], field + ".client-key"), file);
-    user.client_key_data = base64_field(body["client-key-data"], field + ".client-key-data");
-    user.token = scalar(body["token"], field + ".token");
-    user.token_file = resolve_path(scalar(body["tokenFile"], field + ".tokenFile"), file);
-    user.username = scalar(body["username"], field + ".username");
-    if (body["exec"] && !body["exec"].IsNull()) {
-      require_map(body["exec"], field + ".exec");
-      user.exec = parse_exec(body["exec"], field + ".exec", file);
-    }
-    user.has_auth_provider = body["auth-provider"] && !body["auth-provider"].IsNull();
-    config.users.emplace(name, std::move(user));
-  });
+  for_each_named(root, "users", "user",
+                 [&](const std::string& name, const YAML::Node& body, const std::string& field) {
+                   Kubeconfig::User user;
+                   user.origin = file;
+                   user.client_certificate =
+                       resolve_path(scalar(body["client-certificate"], field + ".client-certificate"), file);
+                   user.client_certificate_data =
+                       base64_field(body["client-certificate-data"], field + ".client-certificate-data");
+                   user.client_key = resolve_path(scalar(body["client-key"], field + ".client-key"), file);
+                   user.client_key_data = base64_field(body["client-key-data"], field + ".client-key-data");
+                   user.token = scalar(body["token"], field + ".token");
+                   user.token_file = resolve_path(scalar(body["tokenFile"], field + ".tokenFile"), file);
+                   user.username = scalar(body["username"], field + ".username");
+                   if (body["exec"] && !body["exec"].IsNull()) {
+                     require_map(body["exec"], field + ".exec");
+                     user.exec = parse_exec(body["exec"], field + ".exec", file);
+                   }
+                   user.has_auth_provider = body["auth-provider"] && !body["auth-provider"].IsNull();
+                   config.users.emplace(name, std::move(user));
+                 });
 
-  for_each_named(root, "contexts", "context", [&](const std::string& name, const YAML::Node& body,
-                                                  const std::string& field) {
-    Kubeconfig::Context context;
-    context.origin = file;
-    context.cluster = scalar(body["cluster"], field + ".cluster");
-    context.user = scalar(body["user"], field + ".user");
-    context.namespace_name = scalar(body["namespace"], field + ".namespace");
-    config.contexts.emplace(name, std::move(context));
-  });
+  for_each_named(root, "contexts", "context",
+                 [&](const std::string& name, const YAML::Node& body, const std::string& field) {
+                   Kubeconfig::Context context;
+                   context.origin = file;
+                   context.cluster = scalar(body["cluster"], field + ".cluster");
+                   context.user = scalar(body["user"], field + ".user");
+                   context.namespace_name = scalar(body["namespace"], field + ".namespace");
+                   config.contexts.emplace(name, std::move(context));
+                 });
   return config;
 }
 
@@ -267,7 +272,8 @@ bool looks_like_pem(std::string_view text, std::string_view label_suffix) {
   const auto end = text.find("-----", begin + 11);
   if (end == std::string_view::npos) return false;
   const std::string_view label = text.substr(begin + 11, end - begin - 11);
-  return label.size() >= label_suffix.size() && label.substr(label.size() - label_suffix.size()) == label_suffix;
+  return label.size() >= label_suffix.size() &&
+         label.substr(label.size() - label_suffix.size()) == label_suffix;
 }
 
 }  // namespace
@@ -290,9 +296,10 @@ Result<Kubeconfig> parse_kubeconfig(std::string_view yaml, const std::string& fi
   } catch (const FieldError& error) {
     return config_error(file, error.field, error.problem);
   } catch (const YAML::Exception& error) {
-    return config_error(file, "line " + std::to_string(error.mark.line + 1) + " column " +
-                                  std::to_string(error.mark.column + 1),
-                        "not valid YAML: " + error.msg);
+    return config_error(
+        file,
+        "line " + std::to_string(error.mark.line + 1) + " column " + std::to_string(error.mark.column + 1),
+        "not valid YAML: " + error.msg);
   }
 }
 
@@ -323,7 +330,8 @@ Result<ClientConfig> resolve_kubeconfig(const Kubeconfig& kubeconfig, const std:
   const std::string files = kubeconfig.files.empty() ? std::string("(none)") : join(kubeconfig.files, ":");
   const std::string context_name = context_override.empty() ? kubeconfig.current_context : context_override;
   if (context_name.empty())
-    return config_error(files, "current-context", "is not set; set it (kubectl config use-context) or pass --context");
+    return config_error(files, "current-context",
+                        "is not set; set it (kubectl config use-context) or pass --context");
   const auto context_entry = kubeconfig.contexts.find(context_name);
   if (context_entry == kubeconfig.contexts.end()) {
     std::vector<std::string> names;
@@ -371,45 +379,51 @@ Result<ClientConfig> resolve_kubeconfig(const Kubeconfig& kubeconfig, const std:
     config.ca_origin = "certificate-authority " + cluster.certificate_authority;
   }
   if (!config.ca_pem.empty() && !looks_like_pem(config.ca_pem, "CERTIFICATE"))
-    return config_error(cluster.origin,
-                        cluster_field + (cluster.certificate_authority_data.empty() ? ".certificate-authority"
-                                                                                    : ".certificate-authority-data"),
-                        "does not contain a PEM certificate (-----BEGIN CERTIFICATE-----)");
+    return config_error(
+        cluster.origin,
+        cluster_field + (cluster.certificate_authority_data.empty() ? ".certificate-authority"
+                                                                    : ".certificate-authority-data"),
+        "does not contain a PEM certificate (-----BEGIN CERTIFICATE-----)");
   if (cluster.insecure_skip_tls_verify) {
     if (!config.ca_pem.empty())
       return config_error(cluster.origin, cluster_field + ".insecure-skip-tls-verify",
                           "is true together with a certificate authority; remove insecure-skip-tls-verify");
     if (!allow_insecure_skip_tls_verify)
-      return config_error(cluster.origin, cluster_field + ".insecure-skip-tls-verify",
-                          "is true: refusing to send credentials to a server whose certificate is not verified. "
-                          "Set certificate-authority(-data) for the cluster, or opt in explicitly with "
-                          "--allow-insecure-skip-tls-verify (never in production)");
+      return config_error(
+          cluster.origin, cluster_field + ".insecure-skip-tls-verify",
+          "is true: refusing to send credentials to a server whose certificate is not verified. "
+          "Set certificate-authority(-data) for the cluster, or opt in explicitly with "
+          "--allow-insecure-skip-tls-verify (never in production)");
     config.insecure_skip_tls_verify = true;
   }
 
   const auto user_entry = kubeconfig.users.find(context.user);
   if (context.user.empty()) return config;  // anonymous: allowed, the server decides
   if (user_entry == kubeconfig.users.end())
-    return config_error(context.origin, context_field + ".context.user", "user \"" + context.user + "\" does not exist");
+    return config_error(context.origin, context_field + ".context.user",
+                        "user \"" + context.user + "\" does not exist");
   const Kubeconfig::User& user = user_entry->second;
   const std::string user_field = "users[name=" + context.user + "].user";
 
   if (!user.username.empty())
-    return config_error(user.origin, user_field + ".username",
-                        "basic authentication is not supported (the API server removed it); use a token, a client "
-                        "certificate or an exec plugin");
+    return config_error(
+        user.origin, user_field + ".username",
+        "basic authentication is not supported (the API server removed it); use a token, a client "
+        "certificate or an exec plugin");
   if (user.has_auth_provider)
     return config_error(user.origin, user_field + ".auth-provider",
                         "auth-provider plugins are not supported; use an exec credential plugin instead "
                         "(e.g. kubelogin, gke-gcloud-auth-plugin)");
 
   if (!user.client_certificate.empty() && !user.client_certificate_data.empty())
-    return config_error(user.origin, user_field, "client-certificate and client-certificate-data are both set; keep one");
+    return config_error(user.origin, user_field,
+                        "client-certificate and client-certificate-data are both set; keep one");
   if (!user.client_key.empty() && !user.client_key_data.empty())
     return config_error(user.origin, user_field, "client-key and client-key-data are both set; keep one");
   config.client_certificate_pem = user.client_certificate_data;
   if (!user.client_certificate.empty()) {
-    auto certificate = read_referenced_file(user.client_certificate, user.origin, user_field + ".client-certificate");
+    auto certificate =
+        read_referenced_file(user.client_certificate, user.origin, user_field + ".client-certificate");
     if (!certificate) return std::move(certificate).error();
     config.client_certificate_pem = std::move(certificate).value();
   }
@@ -442,8 +456,9 @@ Result<ClientConfig> in_cluster_config(const ConfigSearch& search) {
   const auto host = search.service_host ? search.service_host : environment("KUBERNETES_SERVICE_HOST");
   const auto port = search.service_port ? search.service_port : environment("KUBERNETES_SERVICE_PORT");
   if (!host || host->empty() || !port || port->empty())
-    return make_error(Reason::InvalidConfiguration,
-                      "not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set");
+    return make_error(
+        Reason::InvalidConfiguration,
+        "not running in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set");
   const fs::path directory(search.service_account_dir);
   ClientConfig config;
   config.server = server_url(*host, *port);
@@ -452,16 +467,18 @@ Result<ClientConfig> in_cluster_config(const ConfigSearch& search) {
 
   auto token = read_file(config.token_file);
   if (!token || trim(token.value()).empty())
-    return make_error(Reason::InvalidConfiguration,
-                      "in-cluster: the service account token " + config.token_file +
-                          (token ? std::string(" is empty") : " cannot be read (" + token.error().message + ")") +
-                          "; is automountServiceAccountToken disabled for this pod?");
+    return make_error(
+        Reason::InvalidConfiguration,
+        "in-cluster: the service account token " + config.token_file +
+            (token ? std::string(" is empty") : " cannot be read (" + token.error().message + ")") +
+            "; is automountServiceAccountToken disabled for this pod?");
   auto ca = read_file((directory / "ca.crt").string());
   if (!ca)
-    return make_error(Reason::InvalidConfiguration, "in-cluster: the cluster CA cannot be read: " + ca.error().message);
-  if (!looks_like_pem(ca.value(), "CERTIFICATE"))
     return make_error(Reason::InvalidConfiguration,
-                      "in-cluster: " + (directory / "ca.crt").string() + " does not contain a PEM certificate");
+                      "in-cluster: the cluster CA cannot be read: " + ca.error().message);
+  if (!looks_like_pem(ca.value(), "CERTIFICATE"))
+    return make_error(Reason::InvalidConfiguration, "in-cluster: " + (directory / "ca.crt").string() +
+                                                        " does not contain a PEM certificate");
   config.ca_pem = std::move(ca).value();
   config.ca_origin = (directory / "ca.crt").string();
   if (auto namespace_name = read_file((directory / "namespace").string()); namespace_name) {
@@ -514,10 +531,11 @@ Result<ClientConfig> load_client_config(const ConfigSearch& search) {
 
   auto in_cluster = in_cluster_config(search);
   if (!in_cluster)
-    return make_error(Reason::InvalidConfiguration,
-                      "no Kubernetes configuration found: pass --kubeconfig, set KUBECONFIG, create ~/.kube/config, "
-                      "or run in a pod (" +
-                          in_cluster.error().message + ")");
+    return make_error(
+        Reason::InvalidConfiguration,
+        "no Kubernetes configuration found: pass --kubeconfig, set KUBECONFIG, create ~/.kube/config, "
+        "or run in a pod (" +
+            in_cluster.error().message + ")");
   if (!search.context.empty())
     return make_error(Reason::InvalidConfiguration,
                       "--context " + search.context + " was given but no kubeconfig file was found");

@@ -35,7 +35,7 @@ struct ExecConfig {
 struct Kubeconfig {
   struct Cluster {
     std::string server;
-    std::string certificate_authority;  // path, resolved against `origin`'s directory
+    std::string certificate_authority;       // path, resolved against `origin`'s directory
     std::string certificate_authority_data;  // PEM (already base64-decoded)
     std::string tls_server_name;
     bool insecure_skip_tls_verify = false;

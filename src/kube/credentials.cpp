@@ -37,7 +37,8 @@ std::string encode_base64(std::string_view data) {
   std::size_t i = 0;
   for (; i + 2 < data.size(); i += 3) {
     const unsigned int n = (static_cast<unsigned char>(data[i]) << 16) |
-                           (static_cast<unsigned char>(data[i + 1]) << 8) | static_cast<unsigned char>(data[i + 2]);
+                           (static_cast<unsigned char>(data[i + 1]) << 8) |
+                           static_cast<unsigned char>(data[i + 2]);
     encoded += kAlphabet[(n >> 18) & 63];
     encoded += kAlphabet[(n >> 12) & 63];
     encoded += kAlphabet[(n >> 6) & 63];
@@ -104,7 +105,10 @@ Error plugin_error(const std::string& command, const std::string& problem) {
 TokenFileCredentialSource::TokenFileCredentialSource(std::string path, Credential base,
                                                      std::chrono::seconds refresh_interval,
                                                      std::function<Clock::time_point()> now)
-    : path_(std::move(path)), base_(std::move(base)), refresh_interval_(refresh_interval), now_(std::move(now)) {}
+    : path_(std::move(path)),
+      base_(std::move(base)),
+      refresh_interval_(refresh_interval),
+      now_(std::move(now)) {}
 
 Result<Credential> TokenFileCredentialSource::current() {
   std::lock_guard lock(mutex_);
@@ -115,11 +119,14 @@ Result<Credential> TokenFileCredentialSource::current() {
     if (in) content << in.rdbuf();
     std::string token = in ? trim(content.str()) : std::string();
     if (!token.empty()) {
-      if (!token_.empty() && token != token_) spdlog::info("bearer token file {} changed; using the new token", path_);
+      if (!token_.empty() && token != token_)
+        spdlog::info("bearer token file {} changed; using the new token", path_);
       token_ = std::move(token);
     } else if (token_.empty()) {
-      return make_error(Reason::Unauthorized, "the bearer token file " + path_ +
-                                                  (in ? std::string(" is empty") : " cannot be read: " + std::string(std::strerror(errno))));
+      return make_error(
+          Reason::Unauthorized,
+          "the bearer token file " + path_ +
+              (in ? std::string(" is empty") : " cannot be read: " + std::string(std::strerror(errno))));
     } else {
       // The kubelet replaces the file atomically, but a mount hiccup must not take the operator down.
       spdlog::warn("bearer token file {} could not be read or is empty; keeping the last good token", path_);
@@ -146,7 +153,8 @@ Result<Credential> parse_exec_credential(std::string_view json, const std::strin
   if (document.HasParseError() || !document.IsObject())
     return plugin_error(command, "printed something that is not a JSON ExecCredential");
   if (string_member(document, "kind") != "ExecCredential")
-    return plugin_error(command, "printed kind \"" + string_member(document, "kind") + "\", expected ExecCredential");
+    return plugin_error(command,
+                        "printed kind \"" + string_member(document, "kind") + "\", expected ExecCredential");
   const std::string api_version = string_member(document, "apiVersion");
   if (api_version != expected_api_version)
     return plugin_error(command, "printed apiVersion \"" + api_version + "\" but the kubeconfig asks for \"" +
@@ -159,14 +167,16 @@ Result<Credential> parse_exec_credential(std::string_view json, const std::strin
   credential.client_certificate_pem = string_member(status->value, "clientCertificateData");
   credential.client_key_pem = string_member(status->value, "clientKeyData");
   if (credential.client_certificate_pem.empty() != credential.client_key_pem.empty())
-    return plugin_error(command, "printed clientCertificateData without clientKeyData or the other way round");
+    return plugin_error(command,
+                        "printed clientCertificateData without clientKeyData or the other way round");
   if (credential.bearer_token.empty() && credential.client_certificate_pem.empty())
     return plugin_error(command, "printed neither status.token nor status.clientCertificateData");
   const std::string expiration = string_member(status->value, "expirationTimestamp");
   if (!expiration.empty()) {
     credential.expiry = parse_rfc3339(expiration);
     if (!credential.expiry)
-      return plugin_error(command, "printed status.expirationTimestamp \"" + expiration + "\" that is not RFC 3339");
+      return plugin_error(command,
+                          "printed status.expirationTimestamp \"" + expiration + "\" that is not RFC 3339");
   }
   return credential;
 }
@@ -204,15 +214,16 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
   pid_t pid = -1;
-  const int spawned =
-      posix_spawnp(&pid, arguments[0].c_str(), &actions, nullptr, argument_pointers.data(), environment_pointers.data());
+  const int spawned = posix_spawnp(&pid, arguments[0].c_str(), &actions, nullptr, argument_pointers.data(),
+                                   environment_pointers.data());
   posix_spawn_file_actions_destroy(&actions);
   close(out_pipe[1]);
   close(err_pipe[1]);
   if (spawned != 0) {
     close(out_pipe[0]);
     close(err_pipe[0]);
-    return make_error(Reason::InvalidConfiguration, "cannot run " + arguments[0] + ": " + std::strerror(spawned));
+    return make_error(Reason::InvalidConfiguration,
+                      "cannot run " + arguments[0] + ": " + std::strerror(spawned));
   }
 
   ProcessOutput output;
@@ -223,18 +234,21 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
   std::array<char, 4096> buffer{};
   while (open_descriptors > 0) {
     const auto remaining =
-        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
+            .count();
     if (remaining <= 0) {
       timed_out = true;
       break;
     }
-    const int ready = poll(descriptors.data(), descriptors.size(), static_cast<int>(std::min<long long>(remaining, 1000)));
+    const int ready =
+        poll(descriptors.data(), descriptors.size(), static_cast<int>(std::min<long long>(remaining, 1000)));
     if (ready < 0 && errno != EINTR) break;
     for (std::size_t i = 0; i < descriptors.size(); ++i) {
       if (descriptors[i].fd < 0 || descriptors[i].revents == 0) continue;
       const ssize_t count = read(descriptors[i].fd, buffer.data(), buffer.size());
       if (count > 0) {
-        (i == 0 ? output.standard_output : output.standard_error).append(buffer.data(), static_cast<std::size_t>(count));
+        (i == 0 ? output.standard_output : output.standard_error)
+            .append(buffer.data(), static_cast<std::size_t>(count));
       } else if (count == 0 || (errno != EINTR && errno != EAGAIN)) {
         close(descriptors[i].fd);
         descriptors[i].fd = -1;
@@ -249,8 +263,10 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out)
-    return make_error(Reason::Timeout, arguments[0] + " did not finish within " + std::to_string(timeout.count()) + " ms");
-  output.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return make_error(Reason::Timeout,
+                      arguments[0] + " did not finish within " + std::to_string(timeout.count()) + " ms");
+  output.exit_code =
+      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   return output;
 }
 
@@ -265,7 +281,8 @@ ExecCredentialSource::ExecCredentialSource(ExecConfig exec, std::string server, 
 Result<Credential> ExecCredentialSource::current() {
   std::lock_guard lock(mutex_);
   if (cached_) {
-    if (!cached_->expiry || *cached_->expiry - refresh_margin_ > std::chrono::system_clock::now()) return *cached_;
+    if (!cached_->expiry || *cached_->expiry - refresh_margin_ > std::chrono::system_clock::now())
+      return *cached_;
   }
   auto fresh = run_plugin();
   if (!fresh) return fresh;

@@ -89,7 +89,8 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
 // of its expirationTimestamp, or after a 401. A credential without expiry is kept until a 401.
 class ExecCredentialSource final : public CredentialSource {
  public:
-  ExecCredentialSource(ExecConfig exec, std::string server, std::string ca_pem, ProcessRunner runner = run_process,
+  ExecCredentialSource(ExecConfig exec, std::string server, std::string ca_pem,
+                       ProcessRunner runner = run_process,
                        std::chrono::seconds refresh_margin = std::chrono::seconds(10));
   Result<Credential> current() override;
   void unauthorized(const Credential& rejected) override;

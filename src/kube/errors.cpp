@@ -78,8 +78,9 @@ void append_hint(Error& error) {
   // A server-side apply conflict is not a stale read: another manager owns the fields.
   for (const auto& cause : error.causes)
     if (cause.type == "FieldManagerConflict")
-      advice = "another field manager owns these fields: leave them out of the applied object, or apply with "
-               "force to take them over";
+      advice =
+          "another field manager owns these fields: leave them out of the applied object, or apply with "
+          "force to take them over";
   if (advice.empty()) return;
   error.message += " (";
   error.message += advice;
@@ -194,8 +195,8 @@ Error error_from_status(const rapidjson::Value& status, int http_code) {
       auto causes = value.FindMember("causes");
       if (causes != value.MemberEnd() && causes->value.IsArray()) {
         for (const auto& item : causes->value.GetArray()) {
-          error.causes.push_back(
-              Cause{string_member(item, "reason"), string_member(item, "message"), string_member(item, "field")});
+          error.causes.push_back(Cause{string_member(item, "reason"), string_member(item, "message"),
+                                       string_member(item, "field")});
         }
       }
     }

@@ -19,20 +19,20 @@
 namespace myop::kube {
 
 enum class Reason {
-  NotFound,            // 404
-  AlreadyExists,       // 409 on create
-  Conflict,            // 409 on a stale resourceVersion or an apply conflict
-  Invalid,             // 422; see Error::causes
-  Forbidden,           // 403: RBAC or admission said no
-  Unauthorized,        // 401: credentials missing, expired or rejected
-  Gone,                // 410 (Status reason Gone or Expired): the resourceVersion is too old; relist
-  TooManyRequests,     // 429: client or API Priority and Fairness throttling
-  Timeout,             // 504, Status reason Timeout/ServerTimeout, or a client-side deadline
-  ServiceUnavailable,  // 503
-  InternalError,       // 500
-  BadRequest,          // 400, 405, 406, 413, 415: the request itself is wrong
-  Transport,           // connection refused/reset, DNS, TLS handshake or verification
-  Cancelled,           // the caller cancelled
+  NotFound,              // 404
+  AlreadyExists,         // 409 on create
+  Conflict,              // 409 on a stale resourceVersion or an apply conflict
+  Invalid,               // 422; see Error::causes
+  Forbidden,             // 403: RBAC or admission said no
+  Unauthorized,          // 401: credentials missing, expired or rejected
+  Gone,                  // 410 (Status reason Gone or Expired): the resourceVersion is too old; relist
+  TooManyRequests,       // 429: client or API Priority and Fairness throttling
+  Timeout,               // 504, Status reason Timeout/ServerTimeout, or a client-side deadline
+  ServiceUnavailable,    // 503
+  InternalError,         // 500
+  BadRequest,            // 400, 405, 406, 413, 415: the request itself is wrong
+  Transport,             // connection refused/reset, DNS, TLS handshake or verification
+  Cancelled,             // the caller cancelled
   InvalidConfiguration,  // kubeconfig / in-cluster configuration cannot be used
   Unknown,
 };
@@ -49,8 +49,8 @@ struct Cause {
 
 struct Error {
   Reason reason = Reason::Unknown;
-  int http_code = 0;        // 0 when the request never got an HTTP answer
-  std::string message;      // what happened and, where we know it, what to do about it
+  int http_code = 0;          // 0 when the request never got an HTTP answer
+  std::string message;        // what happened and, where we know it, what to do about it
   std::string status_reason;  // metav1.Status.reason exactly as the server sent it ("Expired", ...)
   std::vector<Cause> causes;
   std::optional<std::chrono::seconds> retry_after;  // details.retryAfterSeconds or Retry-After
@@ -95,7 +95,7 @@ inline bool is_cancelled(const Error& error) { return error.reason == Reason::Ca
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : content_(std::in_place_index<0>, std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : content_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit by design
   Result(Error error) : content_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   bool ok() const { return content_.index() == 0; }

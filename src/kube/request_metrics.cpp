@@ -37,7 +37,9 @@ class PrometheusRequestMetrics final : public RequestMetricsObserver {
               {"method", std::string(observation.method)},
               {"host", std::string(observation.host)}})
         .Increment();
-    latency_.Add({{"verb", std::string(observation.method)}, {"host", std::string(observation.host)}}, latency_buckets())
+    latency_
+        .Add({{"verb", std::string(observation.method)}, {"host", std::string(observation.host)}},
+             latency_buckets())
         .Observe(observation.latency.count());
   }
 

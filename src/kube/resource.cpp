@@ -28,7 +28,8 @@ std::string group_version_path(std::string_view group, std::string_view version)
 
 std::string collection_path(const ResourceType& type, std::string_view namespace_name) {
   std::string path = group_version_path(type.group, type.version);
-  if (type.namespaced && !namespace_name.empty()) path += "/namespaces/" + encode_path_segment(namespace_name);
+  if (type.namespaced && !namespace_name.empty())
+    path += "/namespaces/" + encode_path_segment(namespace_name);
   path += "/" + type.resource;
   return path;
 }

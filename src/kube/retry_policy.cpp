@@ -25,7 +25,8 @@ RetryPolicy::RetryPolicy(Settings settings, std::function<double()> random)
     : settings_(settings), random_(random ? std::move(random) : std::function<double()>(default_random)) {}
 
 bool RetryPolicy::is_retryable(std::string_view method, const Error& error) {
-  if (error.request_not_sent) return error.reason != Reason::Cancelled && error.reason != Reason::InvalidConfiguration;
+  if (error.request_not_sent)
+    return error.reason != Reason::Cancelled && error.reason != Reason::InvalidConfiguration;
   switch (error.reason) {
     case Reason::TooManyRequests:
       // API Priority and Fairness and max-in-flight reject before doing any work.
@@ -61,7 +62,8 @@ std::optional<std::chrono::milliseconds> RetryPolicy::next_delay(int attempt, st
         static_cast<std::int64_t>(std::min(backoff, static_cast<double>(settings_.max_backoff.count()))));
   }
   const double spread = std::clamp(random_(), 0.0, 1.0) * settings_.jitter;
-  return std::chrono::milliseconds(static_cast<std::int64_t>(static_cast<double>(base.count()) * (1.0 + spread)));
+  return std::chrono::milliseconds(
+      static_cast<std::int64_t>(static_cast<double>(base.count()) * (1.0 + spread)));
 }
 
 }  // namespace myop::kube

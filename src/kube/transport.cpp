@@ -55,7 +55,8 @@ enum class WaitOutcome { Done, Stopped, DeadlineExceeded };
 template <typename T>
 WaitOutcome wait_for(Pending<T>& pending, const std::stop_token& stop, Clock::time_point deadline) {
   std::unique_lock lock(pending.mutex);
-  if (pending.changed.wait_until(lock, stop, deadline, [&pending] { return pending.done; })) return WaitOutcome::Done;
+  if (pending.changed.wait_until(lock, stop, deadline, [&pending] { return pending.done; }))
+    return WaitOutcome::Done;
   return stop.stop_requested() ? WaitOutcome::Stopped : WaitOutcome::DeadlineExceeded;
 }
 
@@ -68,7 +69,9 @@ bool sleep_for(std::chrono::milliseconds duration, const std::stop_token& stop) 
   return !stop.stop_requested();
 }
 
-std::string milliseconds_text(std::chrono::milliseconds duration) { return std::to_string(duration.count()) + " ms"; }
+std::string milliseconds_text(std::chrono::milliseconds duration) {
+  return std::to_string(duration.count()) + " ms";
+}
 
 // ---- TLS ----------------------------------------------------------------------------------------------
 
@@ -125,7 +128,8 @@ void configure_tls(boost::asio::ssl::context& context, const TlsMaterial& materi
       context.use_private_key(boost::asio::buffer(material.client_key_pem), boost::asio::ssl::context::pem);
     } catch (const std::exception& error) {
       throw std::runtime_error(
-          std::string("the client key cannot be loaded or does not belong to the client certificate: ") + error.what());
+          std::string("the client key cannot be loaded or does not belong to the client certificate: ") +
+          error.what());
     }
     if (SSL_CTX_check_private_key(native) != 1)
       throw std::runtime_error("the client key does not belong to the client certificate");
@@ -171,7 +175,8 @@ class InFlightLimit {
   Guard acquire(const std::stop_token& stop, Clock::time_point deadline) {
     std::unique_lock lock(mutex_);
     while (available_ == 0) {
-      if (stop.stop_requested() || Clock::now() >= deadline) return Guard(nullptr, &InFlightLimit::release_slot);
+      if (stop.stop_requested() || Clock::now() >= deadline)
+        return Guard(nullptr, &InFlightLimit::release_slot);
       freed_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
     }
     --available_;
@@ -221,8 +226,10 @@ class HttpsTransport final : public Transport {
 
       auto slot = in_flight_.acquire(stop, deadline);
       if (!slot) {
-        if (stop.stop_requested()) return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
-        return make_error(Reason::Timeout, "too many requests in flight (" + std::to_string(options_.max_requests_in_flight) +
+        if (stop.stop_requested())
+          return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
+        return make_error(Reason::Timeout, "too many requests in flight (" +
+                                               std::to_string(options_.max_requests_in_flight) +
                                                ") to send " + request.path + " before its deadline");
       }
       const auto started = Clock::now();
@@ -238,7 +245,8 @@ class HttpsTransport final : public Transport {
         credentials_->unauthorized(credential);
         retried_unauthorized = true;
         continue;
-      } else if (answer->status == 429 || answer->status == 500 || answer->status == 503 || answer->status == 504) {
+      } else if (answer->status == 429 || answer->status == 500 || answer->status == 503 ||
+                 answer->status == 504) {
         failure = error_from_response(answer->status, answer->body);
         if (answer->retry_after) failure.retry_after = answer->retry_after;
       } else {
@@ -250,9 +258,10 @@ class HttpsTransport final : public Transport {
         if (answer) return Response{answer->status, std::move(answer->body), std::move(answer->content_type)};
         return failure;
       }
-      spdlog::debug("{} {}: {}; retry {} in {} ms", request.method, request.path, failure.to_string(), attempt + 1,
-                    delay->count());
-      if (!sleep_for(*delay, stop)) return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
+      spdlog::debug("{} {}: {}; retry {} in {} ms", request.method, request.path, failure.to_string(),
+                    attempt + 1, delay->count());
+      if (!sleep_for(*delay, stop))
+        return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
     }
   }
 
@@ -280,16 +289,18 @@ class HttpsTransport final : public Transport {
       const auto outcome = wait_for(*headers, stop, open_deadline);
       if (outcome != WaitOutcome::Done) {
         cancellation.cancel();
-        if (outcome == WaitOutcome::Stopped) return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
-        return make_error(Reason::Timeout, "no answer from " + config_.server + " to " + request.path + " within " +
-                                               milliseconds_text(open_timeout));
+        if (outcome == WaitOutcome::Stopped)
+          return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
+        return make_error(Reason::Timeout, "no answer from " + config_.server + " to " + request.path +
+                                               " within " + milliseconds_text(open_timeout));
       }
       if (headers->failure) {
         Error failure = error_from_exception(headers->failure, cancellation);
         observe_code(request.method, "<error>", started);
         auto delay = retry_.next_delay(attempt + 1, request.method, failure);
         if (!delay || Clock::now() + *delay >= open_deadline) return failure;
-        if (!sleep_for(*delay, stop)) return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
+        if (!sleep_for(*delay, stop))
+          return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
         continue;
       }
       http_response response = std::move(*headers->value);
@@ -307,7 +318,8 @@ class HttpsTransport final : public Transport {
         if (auto retry_after = parse_retry_after(response.headers())) failure.retry_after = retry_after;
         auto delay = retry_.next_delay(attempt + 1, request.method, failure);
         if (!delay || Clock::now() + *delay >= open_deadline) return failure;
-        if (!sleep_for(*delay, stop)) return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
+        if (!sleep_for(*delay, stop))
+          return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
         continue;
       }
       return read_stream(response, cancellation, request, on_chunk, stop, options);
@@ -334,9 +346,11 @@ class HttpsTransport final : public Transport {
   Result<std::shared_ptr<Clients>> clients_for(const Credential& credential) {
     std::string certificate = credential.client_certificate_pem.empty() ? config_.client_certificate_pem
                                                                         : credential.client_certificate_pem;
-    std::string key = credential.client_certificate_pem.empty() ? config_.client_key_pem : credential.client_key_pem;
+    std::string key =
+        credential.client_certificate_pem.empty() ? config_.client_key_pem : credential.client_key_pem;
     std::lock_guard lock(clients_mutex_);
-    if (clients_ && clients_->client_certificate_pem == certificate && clients_->client_key_pem == key) return clients_;
+    if (clients_ && clients_->client_certificate_pem == certificate && clients_->client_key_pem == key)
+      return clients_;
 
     TlsMaterial material{config_.ca_pem, certificate, key, config_.insecure_skip_tls_verify, diagnostics_};
     try {
@@ -344,7 +358,8 @@ class HttpsTransport final : public Transport {
       configure_tls(probe, material);
     } catch (const std::exception& error) {
       return make_error(Reason::InvalidConfiguration,
-                        "cannot set up TLS for " + config_.server + " (" + config_.source + "): " + error.what() +
+                        "cannot set up TLS for " + config_.server + " (" + config_.source +
+                            "): " + error.what() +
                             "; check the certificate-authority and the client certificate and key");
     }
     auto make_client = [&](std::chrono::seconds idle_timeout) {
@@ -360,10 +375,13 @@ class HttpsTransport final : public Transport {
     clients->client_key_pem = std::move(key);
     try {
       clients->requests = make_client(std::chrono::seconds(std::max<long>(
-          1, static_cast<long>(std::chrono::duration_cast<std::chrono::seconds>(options_.default_timeout).count()) + 5)));
+          1, static_cast<long>(
+                 std::chrono::duration_cast<std::chrono::seconds>(options_.default_timeout).count()) +
+                 5)));
       clients->streams = make_client(std::chrono::hours(2));
     } catch (const std::exception& error) {
-      return make_error(Reason::InvalidConfiguration, "cannot use server URL " + config_.server + ": " + error.what());
+      return make_error(Reason::InvalidConfiguration,
+                        "cannot use server URL " + config_.server + ": " + error.what());
     }
     clients_ = clients;
     return clients;
@@ -371,10 +389,12 @@ class HttpsTransport final : public Transport {
 
  private:
   Result<Prepared> prepare(const Request& request, const std::stop_token& stop, Clock::time_point deadline) {
-    if (stop.stop_requested()) return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
+    if (stop.stop_requested())
+      return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
     const auto waiting_since = Clock::now();
     if (!bucket_.acquire(stop, deadline)) {
-      if (stop.stop_requested()) return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
+      if (stop.stop_requested())
+        return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
       return make_error(Reason::Timeout, "the client-side rate limit (--qps " + std::to_string(options_.qps) +
                                              ", --burst " + std::to_string(options_.burst) +
                                              ") would delay " + request.path + " past its deadline");
@@ -398,8 +418,10 @@ class HttpsTransport final : public Transport {
     // cpprestsdk takes SNI and the certificate name from the Host header when one is set.
     if (!config_.tls_server_name.empty()) headers.add("Host", config_.tls_server_name);
     for (const auto& [name, value] : request.headers) headers.add(name, value);
-    if (!request.body.empty() || request.method == "POST" || request.method == "PUT" || request.method == "PATCH") {
-      const std::string content_type = request.content_type.empty() ? "application/json" : request.content_type;
+    if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
+        request.method == "PATCH") {
+      const std::string content_type =
+          request.content_type.empty() ? "application/json" : request.content_type;
       message.set_body(std::string(request.body), content_type);
       headers.set_content_type(content_type);
     }
@@ -434,7 +456,8 @@ class HttpsTransport final : public Transport {
     }
     if (outcome == WaitOutcome::DeadlineExceeded) {
       cancellation.cancel();
-      return make_error(Reason::Timeout, "no answer from " + config_.server + " within " + milliseconds_text(timeout));
+      return make_error(Reason::Timeout,
+                        "no answer from " + config_.server + " within " + milliseconds_text(timeout));
     }
     if (pending->failure) return error_from_exception(pending->failure, cancellation);
     return std::move(*pending->value);
@@ -461,8 +484,8 @@ class HttpsTransport final : public Transport {
   // Waits for one byte (never a fixed-size read, which would block on a quiet watch), then takes
   // whatever else has already arrived, and hands it over as one chunk.
   Result<StreamEnd> read_stream(http_response& response, pplx::cancellation_token_source& cancellation,
-                                const Request& request, const ChunkHandler& on_chunk, const std::stop_token& stop,
-                                const StreamOptions& options) {
+                                const Request& request, const ChunkHandler& on_chunk,
+                                const std::stop_token& stop, const StreamOptions& options) {
     using Buffer = concurrency::streams::streambuf<uint8_t>;
     Buffer buffer = response.body().streambuf();
     std::string chunk;
@@ -499,8 +522,7 @@ class HttpsTransport final : public Transport {
       if (available > 0) {
         chunk.resize(1 + available);
         // Satisfied synchronously: the bytes are already in the buffer.
-        const std::size_t read =
-            buffer.getn(reinterpret_cast<uint8_t*>(chunk.data() + 1), available).get();
+        const std::size_t read = buffer.getn(reinterpret_cast<uint8_t*>(chunk.data() + 1), available).get();
         chunk.resize(1 + read);
       }
       bool keep_reading = false;
@@ -517,7 +539,8 @@ class HttpsTransport final : public Transport {
     }
   }
 
-  Error error_from_exception(const std::exception_ptr& failure, const pplx::cancellation_token_source& cancellation) {
+  Error error_from_exception(const std::exception_ptr& failure,
+                             const pplx::cancellation_token_source& cancellation) {
     std::string what = "unknown failure";
     std::string code_text;
     try {
@@ -549,11 +572,13 @@ class HttpsTransport final : public Transport {
                       ". The server certificate must be signed by " +
                       (config_.ca_pem.empty() ? std::string("a CA in the system trust store")
                                               : "the configured CA (" + config_.ca_origin + ")") +
-                      " and name " + name + " (or set tls-server-name); if a client certificate is used, the "
+                      " and name " + name +
+                      " (or set tls-server-name); if a client certificate is used, the "
                       "server must trust its issuer";
       error.request_not_sent = true;
     } else if (what.find("connect") != std::string::npos || what.find("resolv") != std::string::npos) {
-      error.message = "cannot connect to " + config_.server + ": " + what + (code_text.empty() ? "" : " (" + code_text + ")");
+      error.message = "cannot connect to " + config_.server + ": " + what +
+                      (code_text.empty() ? "" : " (" + code_text + ")");
       error.request_not_sent = true;
     } else if (what.find("Failed to write request") != std::string::npos) {
       // The server acts only on a complete request; one we could not finish writing was not acted on.
@@ -561,7 +586,8 @@ class HttpsTransport final : public Transport {
                       (code_text.empty() ? "" : " (" + code_text + ")");
       error.request_not_sent = true;
     } else {
-      error.message = "connection to " + config_.server + " failed: " + what + (code_text.empty() ? "" : " (" + code_text + ")");
+      error.message = "connection to " + config_.server + " failed: " + what +
+                      (code_text.empty() ? "" : " (" + code_text + ")");
     }
     return error;
   }
@@ -594,8 +620,8 @@ std::string encode_query(const QueryParameters& query) {
   auto encode = [](std::string_view text) {
     std::string encoded;
     for (unsigned char c : text) {
-      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '.' ||
-          c == '_' || c == '~') {
+      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
+          c == '.' || c == '_' || c == '~') {
         encoded += static_cast<char>(c);
       } else {
         encoded += '%';
@@ -613,13 +639,15 @@ std::string encode_query(const QueryParameters& query) {
   return text;
 }
 
-Result<std::shared_ptr<Transport>> make_https_transport(const ClientConfig& config, TransportOptions options) {
+Result<std::shared_ptr<Transport>> make_https_transport(const ClientConfig& config,
+                                                        TransportOptions options) {
   if (config.server.rfind("https://", 0) != 0)
     return make_error(Reason::InvalidConfiguration, "server " + config.server + " is not an https:// URL");
   if (config.insecure_skip_tls_verify)
-    spdlog::warn("TLS verification of {} is OFF (insecure-skip-tls-verify, explicitly allowed): anyone on the path "
-                 "can read and change traffic, credentials included. Configure certificate-authority instead.",
-                 config.server);
+    spdlog::warn(
+        "TLS verification of {} is OFF (insecure-skip-tls-verify, explicitly allowed): anyone on the path "
+        "can read and change traffic, credentials included. Configure certificate-authority instead.",
+        config.server);
   auto credentials = options.credentials ? options.credentials : make_credential_source(config);
   auto transport = std::make_shared<HttpsTransport>(config, std::move(options), credentials);
   // Fail now, not on the first request, when the CA or the client certificate cannot be used.

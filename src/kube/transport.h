@@ -33,8 +33,8 @@ using QueryParameters = std::vector<std::pair<std::string, std::string>>;
 
 struct Request {
   std::string method = "GET";
-  std::string path;         // "/api/v1/namespaces/a/configmaps", not encoded query
-  QueryParameters query;    // values are percent-encoded by the transport
+  std::string path;       // "/api/v1/namespaces/a/configmaps", not encoded query
+  QueryParameters query;  // values are percent-encoded by the transport
   std::string body;
   std::string content_type;  // "application/json", "application/merge-patch+json", ...
   HeaderList headers;        // extra headers; Authorization and User-Agent are added by the transport
@@ -77,8 +77,8 @@ class Transport {
   // the server ends the body, `on_chunk` returns false, `stop` is requested (returns Cancelled within a
   // second), the stream is idle for too long (Timeout), or the connection fails (Transport). A non-2xx
   // answer is returned as the Error parsed from its Status body. Retries only the opening of the stream.
-  virtual Result<StreamEnd> stream(const Request& request, const ChunkHandler& on_chunk, std::stop_token stop = {},
-                                   const StreamOptions& options = {}) = 0;
+  virtual Result<StreamEnd> stream(const Request& request, const ChunkHandler& on_chunk,
+                                   std::stop_token stop = {}, const StreamOptions& options = {}) = 0;
 
   // "host:port" of the server, the `host` metric label.
   virtual const std::string& host() const = 0;
@@ -100,7 +100,8 @@ struct TransportOptions {
 // The real transport. Fails early (InvalidConfiguration) on an unusable CA, certificate or key, naming
 // where it came from. `config.insecure_skip_tls_verify` is honoured only because load_client_config let
 // it through after the explicit opt-in; a warning is logged every time a transport is made with it.
-Result<std::shared_ptr<Transport>> make_https_transport(const ClientConfig& config, TransportOptions options = {});
+Result<std::shared_ptr<Transport>> make_https_transport(const ClientConfig& config,
+                                                        TransportOptions options = {});
 
 // "a=1&b=x%2Cy" with RFC 3986 percent-encoding of names and values.
 std::string encode_query(const QueryParameters& query);

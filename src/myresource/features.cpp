@@ -88,8 +88,7 @@ ParsedFeatures features_from_changed_config_map(const kube::JsonValue* config_ma
   Features start;  // built-in defaults for absent keys
   const kube::JsonValue* values = config_map != nullptr ? kube::find_member(*config_map, "data") : nullptr;
   auto present = [&](std::string_view key) {
-    return values != nullptr && values->IsObject() &&
-           kube::find_member(*values, key) != nullptr;
+    return values != nullptr && values->IsObject() && kube::find_member(*values, key) != nullptr;
   };
   if (present(kCanaryFeature)) start.canary = previous.canary;
   if (present(kOrphanSweepFeature)) start.orphan_sweep = previous.orphan_sweep;

@@ -25,7 +25,9 @@ kube::ResourceType myresource_type() {
   return {std::string(kGroup), std::string(kVersion), std::string(kPlural), true, std::string(kKind)};
 }
 
-std::string managed_by_selector() { return std::string(kManagedByLabel) + "=" + std::string(kManagedByValue); }
+std::string managed_by_selector() {
+  return std::string(kManagedByLabel) + "=" + std::string(kManagedByValue);
+}
 
 // A MyResource event worth a reconcile: anything but a status-only write (which would loop on our
 // own status updates). Spec changes move the generation; labels, annotations (canary, features),
@@ -65,14 +67,14 @@ class Operator::Background final : public runtime::Runnable {
   void run(std::stop_token stop) {
     // The first pass waits a little after start-up (caches settle, a leader takes over), but never
     // longer than one period.
-    auto next_sweep = std::chrono::steady_clock::now() +
-                      std::min<std::chrono::steady_clock::duration>(std::chrono::seconds(30),
-                                                                    owner_.options_.orphan_sweep_period);
+    auto next_sweep =
+        std::chrono::steady_clock::now() + std::min<std::chrono::steady_clock::duration>(
+                                               std::chrono::seconds(30), owner_.options_.orphan_sweep_period);
     while (!stop.stop_requested()) {
       if (owner_.myresources_->has_synced() && owner_.deployments_->has_synced()) {
         owner_.managed_resources_->Set(static_cast<double>(owner_.myresources_->size()));
-        owner_.canaries_active_->Set(
-            static_cast<double>(owner_.deployments_->list_by_label(kTrackLabel, to_string(Track::Canary)).size()));
+        owner_.canaries_active_->Set(static_cast<double>(
+            owner_.deployments_->list_by_label(kTrackLabel, to_string(Track::Canary)).size()));
         if (std::chrono::steady_clock::now() >= next_sweep && may_write()) {
           owner_.sweep_orphans();
           next_sweep = std::chrono::steady_clock::now() + owner_.options_.orphan_sweep_period;
@@ -125,8 +127,8 @@ Operator::Operator(std::shared_ptr<kube::Client> client, OperatorOptions options
   if (!options_.reporting_instance.empty()) recorder_options.reporting_instance = options_.reporting_instance;
   recorder_ = std::make_shared<runtime::EventRecorder>(client_, recorder_options);
 
-  cluster_ = std::make_shared<KubeCluster>(client_, myresources_, deployments_, [this] { return features(); },
-                                           recorder_);
+  cluster_ = std::make_shared<KubeCluster>(
+      client_, myresources_, deployments_, [this] { return features(); }, recorder_);
 
   runtime::ControllerOptions controller_options;
   controller_options.name = "myresource";
@@ -139,22 +141,26 @@ Operator::Operator(std::shared_ptr<kube::Client> client, OperatorOptions options
   // Our Deployments, mapped to their controller owner (Owns()), or, for a Deployment that carries
   // our labels but no owner, to the MyResource its label names (adoption).
   controller_->watch(*deployments_, [](const runtime::ObjectEvent& event) {
-    std::vector<runtime::EnqueueRequest> requests = runtime::enqueue_controller_owner(
-        std::string(kGroup), std::string(kKind))(event);
+    std::vector<runtime::EnqueueRequest> requests =
+        runtime::enqueue_controller_owner(std::string(kGroup), std::string(kKind))(event);
     if (requests.empty() && event.object && !event.object->view().controller_owner()) {
       if (auto owner = event.object->view().label(kMyResourceLabel)) {
-        const runtime::Priority priority = event.initial_list ? runtime::Priority::low : runtime::Priority::normal;
+        const runtime::Priority priority =
+            event.initial_list ? runtime::Priority::low : runtime::Priority::normal;
         requests.push_back({{std::string(event.object->namespace_name()), std::string(*owner)}, priority});
       }
     }
     return requests;
   });
   // A feature-flag change concerns every MyResource.
-  controller_->watch(*config_maps_, runtime::enqueue_mapped([this](const runtime::ObjectEvent&) {
-                       std::vector<runtime::ObjectKey> keys;
-                       for (const auto& object : myresources_->list()) keys.push_back(runtime::key_of(*object));
-                       return keys;
-                     }, runtime::Priority::low));
+  controller_->watch(*config_maps_, runtime::enqueue_mapped(
+                                        [this](const runtime::ObjectEvent&) {
+                                          std::vector<runtime::ObjectKey> keys;
+                                          for (const auto& object : myresources_->list())
+                                            keys.push_back(runtime::key_of(*object));
+                                          return keys;
+                                        },
+                                        runtime::Priority::low));
 
   auto& build_info = prometheus::BuildGauge()
                          .Name("myoperator_build_info")
@@ -171,10 +177,11 @@ Operator::Operator(std::shared_ptr<kube::Client> client, OperatorOptions options
                           .Help("Canary Deployments that exist now.")
                           .Register(*options_.registry)
                           .Add({});
-  orphans_family_ = &prometheus::BuildCounter()
-                         .Name("myoperator_orphans_total")
-                         .Help("Deployments found managed by my-operator whose owner is gone, by action taken.")
-                         .Register(*options_.registry);
+  orphans_family_ =
+      &prometheus::BuildCounter()
+           .Name("myoperator_orphans_total")
+           .Help("Deployments found managed by my-operator whose owner is gone, by action taken.")
+           .Register(*options_.registry);
   background_ = std::make_shared<Background>(*this);
 }
 
@@ -188,16 +195,18 @@ void Operator::register_with(runtime::Manager& manager) {
   manager.add_runnable(background_);
 }
 
-void Operator::set_may_write(std::function<bool()> may_write) { background_->may_write = std::move(may_write); }
+void Operator::set_may_write(std::function<bool()> may_write) {
+  background_->may_write = std::move(may_write);
+}
 
 Features Operator::features() const {
   const runtime::ObjectPointer config_map =
       config_maps_->cache().get({options_.operator_namespace, options_.config_map});
-  const std::string version =
-      config_map ? std::string(config_map->resource_version()) : std::string();
+  const std::string version = config_map ? std::string(config_map->resource_version()) : std::string();
   std::lock_guard lock(features_mutex_);
   if (version == features_version_) return features_;
-  ParsedFeatures parsed = features_from_changed_config_map(config_map ? &config_map->json() : nullptr, features_);
+  ParsedFeatures parsed =
+      features_from_changed_config_map(config_map ? &config_map->json() : nullptr, features_);
   for (const std::string& error : parsed.errors) {
     spdlog::warn("feature-flag ConfigMap {}/{} (resourceVersion {}): {}; that flag keeps its last good value",
                  options_.operator_namespace, options_.config_map, version, error);
@@ -214,19 +223,20 @@ Features Operator::features() const {
 void Operator::sweep_orphans() {
   const Features current = features();
   if (!current.orphan_sweep) return;
-  for (const Orphan& orphan : find_orphans(deployments_->list(), [this](const runtime::ObjectKey& key) {
-         return myresources_->get(key);
-       })) {
+  for (const Orphan& orphan : find_orphans(
+           deployments_->list(), [this](const runtime::ObjectKey& key) { return myresources_->get(key); })) {
     const bool remove = current.orphan_policy == OrphanPolicy::Delete;
     if (!remove && !reported_orphans_.insert(orphan.uid).second) continue;  // reported once
     runtime::log(spdlog::level::warn, remove ? "deleting orphaned Deployment" : "found orphaned Deployment",
                  {{"namespace", orphan.namespace_name}, {"name", orphan.name}, {"reason", orphan.reason}});
-    runtime::EventSubject subject{"apps/v1", "Deployment", orphan.namespace_name, orphan.name, orphan.uid, ""};
+    runtime::EventSubject subject{"apps/v1",   "Deployment", orphan.namespace_name,
+                                  orphan.name, orphan.uid,   ""};
     if (remove) {
       kube::DeleteOptions options;
       options.propagation_policy = "Background";
       options.precondition_uid = orphan.uid;
-      auto deleted = client_->remove(kube::resources::deployments(), orphan.namespace_name, orphan.name, options);
+      auto deleted =
+          client_->remove(kube::resources::deployments(), orphan.namespace_name, orphan.name, options);
       if (!deleted && deleted.error().reason != kube::Reason::NotFound) {
         spdlog::warn("orphan sweep: deleting Deployment {}/{} failed: {}", orphan.namespace_name, orphan.name,
                      deleted.error().message);

@@ -9,9 +9,9 @@
 
 #include <chrono>
 #include <functional>
-#include <set>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>

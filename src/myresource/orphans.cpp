@@ -13,7 +13,8 @@ std::vector<Orphan> find_orphans(const std::vector<std::shared_ptr<const kube::O
     if (view.label(kManagedByLabel) != kManagedByValue) continue;
     if (view.is_being_deleted()) continue;
     const auto owner = view.controller_owner();
-    if (!owner || owner->kind != kKind || owner->api_version.rfind(std::string(kGroup) + "/", 0) != 0) continue;
+    if (!owner || owner->kind != kKind || owner->api_version.rfind(std::string(kGroup) + "/", 0) != 0)
+      continue;
     const auto myresource = lookup({std::string(view.namespace_name()), owner->name});
     std::string reason;
     if (!myresource) {

@@ -20,8 +20,8 @@ using runtime::ReconcileResult;
 constexpr std::string_view kOrphanDependentsFinalizer = "orphan";
 
 EventSubject subject_of(const MyResource& resource) {
-  return {std::string(kApiVersion), std::string(kKind), resource.metadata.namespace_name,
-          resource.metadata.name, resource.metadata.uid, resource.metadata.resource_version};
+  return {std::string(kApiVersion), std::string(kKind),    resource.metadata.namespace_name,
+          resource.metadata.name,   resource.metadata.uid, resource.metadata.resource_version};
 }
 
 // A child we may touch: controlled by this MyResource (by UID, so a same-named successor is safe).
@@ -272,7 +272,8 @@ class Pass {
 
 }  // namespace
 
-std::optional<runtime::Duration> StaleDeploymentWaits::remaining(const std::string& key, const std::string& uid,
+std::optional<runtime::Duration> StaleDeploymentWaits::remaining(const std::string& key,
+                                                                 const std::string& uid,
                                                                  std::int64_t generation, WallTime now,
                                                                  runtime::Duration limit) {
   std::lock_guard lock(mutex_);

@@ -47,7 +47,8 @@ std::vector<ObjectPointer> ObjectCache::resolve_locked(const KeySet& keys) const
   std::vector<ObjectPointer> result;
   result.reserve(keys.size());
   for (const ObjectKey* key : keys) {
-    if (auto position = objects_.find(*key); position != objects_.end()) result.push_back(position->second.object);
+    if (auto position = objects_.find(*key); position != objects_.end())
+      result.push_back(position->second.object);
   }
   return result;
 }

@@ -60,7 +60,9 @@ void CertificateReloadTracker::refused(const std::string& digest) { refused_ = d
 
 CertificateWatcher::CertificateWatcher(std::string certificate_path, std::string key_path,
                                        std::chrono::milliseconds poll_interval)
-    : certificate_path_(std::move(certificate_path)), key_path_(std::move(key_path)), poll_interval_(poll_interval) {}
+    : certificate_path_(std::move(certificate_path)),
+      key_path_(std::move(key_path)),
+      poll_interval_(poll_interval) {}
 
 CertificateWatcher::~CertificateWatcher() { stop(); }
 
@@ -79,8 +81,8 @@ kube::Result<CertificateDescription> CertificateWatcher::load() {
   auto context = make_server_tls_context(read.pair);
   if (!context) {
     return kube::make_error(kube::Reason::InvalidConfiguration,
-                            certificate_path_ + " and " + key_path_ + " are not a usable serving certificate: " +
-                                context.error().message);
+                            certificate_path_ + " and " + key_path_ +
+                                " are not a usable serving certificate: " + context.error().message);
   }
   auto description = inspect_certificate_pair(read.pair);
   std::lock_guard lock(mutex_);

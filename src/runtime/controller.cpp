@@ -39,9 +39,8 @@ Controller::~Controller() { stop(Duration::zero()); }
 
 void Controller::watch(EventSource& source, EventMapper mapper, std::vector<Predicate> predicates) {
   sources_.push_back(&source);
-  source.subscribe([this, mapper = std::move(mapper), predicates = std::move(predicates)](const ObjectEvent& event) {
-    on_event(mapper, predicates, event);
-  });
+  source.subscribe([this, mapper = std::move(mapper), predicates = std::move(predicates)](
+                       const ObjectEvent& event) { on_event(mapper, predicates, event); });
 }
 
 void Controller::watch_primary(EventSource& source, std::vector<Predicate> predicates) {
@@ -50,7 +49,8 @@ void Controller::watch_primary(EventSource& source, std::vector<Predicate> predi
 
 void Controller::watch_owned(EventSource& source, std::string owner_group, std::string owner_kind,
                              std::vector<Predicate> predicates) {
-  watch(source, enqueue_controller_owner(std::move(owner_group), std::move(owner_kind)), std::move(predicates));
+  watch(source, enqueue_controller_owner(std::move(owner_group), std::move(owner_kind)),
+        std::move(predicates));
 }
 
 bool Controller::sources_synced() const {
@@ -77,7 +77,8 @@ void Controller::start() {
   std::lock_guard lock(mutex_);
   if (started_) return;
   started_ = true;
-  for (int i = 0; i < options_.max_concurrent_reconciles; ++i) workers_.emplace_back([this] { run_worker(); });
+  for (int i = 0; i < options_.max_concurrent_reconciles; ++i)
+    workers_.emplace_back([this] { run_worker(); });
   watchdog_ = std::jthread([this](std::stop_token stop) { run_watchdog(stop); });
   log(spdlog::level::info, "Starting workers",
       {{"controller", options_.name}, {"workerCount", std::to_string(options_.max_concurrent_reconciles)}});
@@ -271,7 +272,8 @@ void Controller::run_watchdog(std::stop_token stop) {
     if (stop.stop_requested()) break;
     // Deadlines are checked every 100 ms while reconciles run; with none running there is nothing to
     // check (the first one to start wakes this up), so an idle operator does not wake 10 times a second.
-    const Duration period = in_flight_.empty() ? Duration(std::chrono::seconds(10)) : Duration(std::chrono::milliseconds(100));
+    const Duration period =
+        in_flight_.empty() ? Duration(std::chrono::seconds(10)) : Duration(std::chrono::milliseconds(100));
     options_.clock->wait_until(idle_, lock, options_.clock->now() + period);
   }
 }

@@ -74,7 +74,8 @@ class Controller {
     TimePoint deadline;
   };
 
-  void on_event(const EventMapper& mapper, const std::vector<Predicate>& predicates, const ObjectEvent& event);
+  void on_event(const EventMapper& mapper, const std::vector<Predicate>& predicates,
+                const ObjectEvent& event);
   void run_worker();
   void process(const WorkItem& item);
   ReconcileResult invoke(const ReconcileRequest& request);

@@ -10,7 +10,9 @@ ControllerMetrics::ControllerMetrics(prometheus::Registry& registry, const std::
                           .Name("controller_runtime_reconcile_total")
                           .Help("Total number of reconciliations per controller and result")
                           .Register(registry);
-  auto result = [&](const char* name) { return &reconcile_total_->Add({{"controller", controller}, {"result", name}}); };
+  auto result = [&](const char* name) {
+    return &reconcile_total_->Add({{"controller", controller}, {"result", name}});
+  };
   success_ = result("success");
   error_ = result("error");
   requeue_ = result("requeue");
@@ -47,17 +49,22 @@ ControllerMetrics::ControllerMetrics(prometheus::Registry& registry, const std::
                          .Add(labels);
   event_to_reconcile_ = &prometheus::BuildHistogram()
                              .Name("myoperator_event_to_reconcile_seconds")
-                             .Help("Time from a watch event reaching the operator until the reconcile it "
-                                   "triggered finished successfully")
+                             .Help(
+                                 "Time from a watch event reaching the operator until the reconcile it "
+                                 "triggered finished successfully")
                              .Register(registry)
                              .Add(labels, duration_buckets());
 }
 
 void ControllerMetrics::reconciled(const std::string& result, Duration took) {
-  if (result == "success") success_->Increment();
-  else if (result == "error") error_->Increment();
-  else if (result == "requeue") requeue_->Increment();
-  else requeue_after_->Increment();
+  if (result == "success")
+    success_->Increment();
+  else if (result == "error")
+    error_->Increment();
+  else if (result == "requeue")
+    requeue_->Increment();
+  else
+    requeue_after_->Increment();
   reconcile_time_->Observe(to_seconds(took));
 }
 void ControllerMetrics::reconcile_error() { errors_->Increment(); }

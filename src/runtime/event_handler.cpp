@@ -37,8 +37,8 @@ EventMapper enqueue_controller_owner(std::string owner_group, std::string owner_
       if (!object) continue;
       auto owner = object->view().controller_owner();
       if (!owner || owner->kind != owner_kind || group_of(owner->api_version) != owner_group) continue;
-      EnqueueRequest request{{owner_namespaced ? std::string(object->namespace_name()) : std::string(), owner->name},
-                             priority};
+      EnqueueRequest request{
+          {owner_namespaced ? std::string(object->namespace_name()) : std::string(), owner->name}, priority};
       if (requests.empty() || !(requests.front() == request)) requests.push_back(std::move(request));
     }
     return requests;
@@ -48,7 +48,8 @@ EventMapper enqueue_controller_owner(std::string owner_group, std::string owner_
 EventMapper enqueue_mapped(std::function<std::vector<ObjectKey>(const ObjectEvent&)> map, Priority priority) {
   return [map = std::move(map), priority](const ObjectEvent& event) {
     std::vector<EnqueueRequest> requests;
-    for (auto& key : map(event)) requests.push_back({std::move(key), is_background(event) ? Priority::low : priority});
+    for (auto& key : map(event))
+      requests.push_back({std::move(key), is_background(event) ? Priority::low : priority});
     return requests;
   };
 }

@@ -27,7 +27,8 @@ EventMapper enqueue_object();
 // The controller owner of the object, when it is of `owner_group` (e.g. "myorg.io", "" for core)
 // and `owner_kind`. Owners of namespaced objects live in the same namespace; pass
 // owner_namespaced=false for a cluster-scoped owner.
-EventMapper enqueue_controller_owner(std::string owner_group, std::string owner_kind, bool owner_namespaced = true);
+EventMapper enqueue_controller_owner(std::string owner_group, std::string owner_kind,
+                                     bool owner_namespaced = true);
 
 // Any mapping, e.g. a ConfigMap of feature flags to every primary object. `priority` applies to
 // live events; initial list and resync events are always low.

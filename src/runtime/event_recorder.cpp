@@ -64,9 +64,9 @@ void EventRecorder::record(const EventSubject& regarding, EventSeverity severity
 
 std::string EventRecorder::series_key(const Pending& pending) {
   std::string key;
-  for (const std::string* part : {&pending.regarding.api_version, &pending.regarding.kind,
-                                  &pending.regarding.namespace_name, &pending.regarding.name, &pending.regarding.uid,
-                                  &pending.reason, &pending.action, &pending.note}) {
+  for (const std::string* part :
+       {&pending.regarding.api_version, &pending.regarding.kind, &pending.regarding.namespace_name,
+        &pending.regarding.name, &pending.regarding.uid, &pending.reason, &pending.action, &pending.note}) {
     key += *part;
     key += '\x1f';
   }
@@ -140,7 +140,9 @@ void EventRecorder::post(const Pending& pending) {
   auto created = client_->create(kube::resources::events(), namespace_name, event);
   if (!created) {
     log(spdlog::level::warn, "Cannot create an Event",
-        {{"namespace", namespace_name}, {"name", pending.regarding.name}, {"reason", pending.reason},
+        {{"namespace", namespace_name},
+         {"name", pending.regarding.name},
+         {"reason", pending.reason},
          {"error", created.error().to_string()}});
     return;
   }
@@ -169,16 +171,16 @@ void EventRecorder::flush_series(bool all) {
         continue;
       }
       if (pending && (all || now - series.last_flush >= options_.series_flush_interval)) {
-        updates.push_back({position->first, series.event_name, series.namespace_name, series.count,
-                           series.last_observed});
+        updates.push_back(
+            {position->first, series.event_name, series.namespace_name, series.count, series.last_observed});
       }
       ++position;
     }
   }
   for (const auto& update : updates) {
     if (!take_token()) return;  // try again at the next flush
-    const std::string patch = R"({"series":{"count":)" + std::to_string(update.count) + R"(,"lastObservedTime":")" +
-                              format_micro_time(update.last_observed) + "\"}}";
+    const std::string patch = R"({"series":{"count":)" + std::to_string(update.count) +
+                              R"(,"lastObservedTime":")" + format_micro_time(update.last_observed) + "\"}}";
     auto patched = client_->patch(kube::resources::events(), update.namespace_name, update.event_name,
                                   kube::PatchType::Merge, patch);
     std::lock_guard lock(mutex_);
@@ -189,7 +191,9 @@ void EventRecorder::flush_series(bool all) {
       series->second.posted_count = update.count;
     } else {
       log(spdlog::level::warn, "Cannot update an Event series",
-          {{"namespace", update.namespace_name}, {"event", update.event_name}, {"error", patched.error().to_string()}});
+          {{"namespace", update.namespace_name},
+           {"event", update.event_name},
+           {"error", patched.error().to_string()}});
       if (kube::is_not_found(patched.error())) series_.erase(series);  // the Event expired: start over
     }
   }

@@ -1,8 +1,8 @@
 #include "runtime/http_server.h"
 
+#include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ip/v6_only.hpp>
-#include <boost/asio/io_context.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -32,7 +32,8 @@ std::optional<BindAddress> parse_bind_address(const std::string& text) {
   const std::string port = text.substr(colon + 1);
   unsigned value = 0;
   auto [end, error] = std::from_chars(port.data(), port.data() + port.size(), value);
-  if (error != std::errc() || end != port.data() + port.size() || port.empty() || value > 65535) return std::nullopt;
+  if (error != std::errc() || end != port.data() + port.size() || port.empty() || value > 65535)
+    return std::nullopt;
   address.port = static_cast<std::uint16_t>(value);
   return address;
 }
@@ -54,8 +55,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   Session(tcp::socket socket, const Handlers& handlers) requires(!kTls)
       : stream_(std::move(socket)), handlers_(handlers) {}
   // The session holds the context it started with, so a reload never frees it under the session.
-  Session(tcp::socket socket, std::shared_ptr<asio::ssl::context> context, const Handlers& handlers) requires kTls
-      : context_(std::move(context)), stream_(std::move(socket), *context_), handlers_(handlers) {}
+  Session(tcp::socket socket, std::shared_ptr<asio::ssl::context> context,
+          const Handlers& handlers) requires kTls : context_(std::move(context)),
+                                                    stream_(std::move(socket), *context_),
+                                                    handlers_(handlers) {}
 
   void run() {
     if constexpr (kTls) {
@@ -76,18 +79,19 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void read() {
     request_ = {};
     beast::get_lowest_layer(stream_).expires_after(kConnectionDeadline);
-    http::async_read(stream_, buffer_, request_, [self = this->shared_from_this()](beast::error_code error, std::size_t) {
-      self->on_read(error);
-    });
+    http::async_read(
+        stream_, buffer_, request_,
+        [self = this->shared_from_this()](beast::error_code error, std::size_t) { self->on_read(error); });
   }
 
   void on_read(beast::error_code error) {
     if (error) return finish();
     response_ = build_response();
     response_.prepare_payload();
-    http::async_write(stream_, response_, [self = this->shared_from_this()](beast::error_code write_error, std::size_t) {
-      self->on_write(write_error);
-    });
+    http::async_write(stream_, response_,
+                      [self = this->shared_from_this()](beast::error_code write_error, std::size_t) {
+                        self->on_write(write_error);
+                      });
   }
 
   http::response<http::string_body> build_response() {
@@ -182,7 +186,9 @@ HttpServer::HttpServer(std::string name) : name_(std::move(name)) {}
 
 HttpServer::~HttpServer() { stop(); }
 
-void HttpServer::handle(const std::string& path, HttpHandler handler) { handlers_[path] = std::move(handler); }
+void HttpServer::handle(const std::string& path, HttpHandler handler) {
+  handlers_[path] = std::move(handler);
+}
 
 void HttpServer::handle(const std::string& path, std::function<HttpResponse()> handler) {
   handlers_[path] = [handler = std::move(handler)](const HttpRequest&) { return handler(); };
@@ -190,7 +196,8 @@ void HttpServer::handle(const std::string& path, std::function<HttpResponse()> h
 
 std::optional<std::string> HttpServer::start(const std::string& bind_address) {
   auto address = parse_bind_address(bind_address);
-  if (!address) return "invalid bind address \"" + bind_address + "\" for the " + name_ + " server (want host:port)";
+  if (!address)
+    return "invalid bind address \"" + bind_address + "\" for the " + name_ + " server (want host:port)";
   implementation_ = std::make_unique<Implementation>();
   implementation_->handlers = &handlers_;
   implementation_->tls = tls_;
@@ -223,7 +230,8 @@ std::optional<std::string> HttpServer::start(const std::string& bind_address) {
     try {
       implementation_->context.run();
     } catch (const std::exception& exception) {
-      log(spdlog::level::err, "HTTP server stopped on an exception", {{"server", name_}, {"error", exception.what()}});
+      log(spdlog::level::err, "HTTP server stopped on an exception",
+          {{"server", name_}, {"error", exception.what()}});
     }
   });
   log(spdlog::level::info, tls_ ? "Serving HTTPS" : "Serving HTTP",

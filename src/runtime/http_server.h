@@ -22,8 +22,8 @@ struct HttpResponse {
 };
 
 struct HttpRequest {
-  std::string method;  // "GET" or "HEAD"
-  std::string path;    // without the query string
+  std::string method;         // "GET" or "HEAD"
+  std::string path;           // without the query string
   std::string authorization;  // the Authorization header, "" when absent
 };
 

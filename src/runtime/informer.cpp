@@ -116,7 +116,8 @@ void Informer::handle(kube::WatcherEvent event) {
       initial_state_open_ = false;
       if (!synced_) {
         synced_ = true;
-        log(spdlog::level::info, "Informer synced", {{"informer", options_.name}, {"objects", std::to_string(cache_.size())}});
+        log(spdlog::level::info, "Informer synced",
+            {{"informer", options_.name}, {"objects", std::to_string(cache_.size())}});
       }
       return;
     }
@@ -152,11 +153,13 @@ void Informer::handle(kube::WatcherEvent event) {
       emit_locked(std::move(deleted));
       return;
     }
-    case kube::WatcherEventType::Bookmark: return;
+    case kube::WatcherEventType::Bookmark:
+      return;
   }
 }
 
-bool Informer::observe_write(const rapidjson::Value& returned_object, std::string_view based_on_resource_version) {
+bool Informer::observe_write(const rapidjson::Value& returned_object,
+                             std::string_view based_on_resource_version) {
   if (!returned_object.IsObject()) return false;
   auto copy = kube::Object::copy_of(returned_object);
   if (copy.name().empty() || copy.resource_version().empty()) return false;
@@ -212,7 +215,9 @@ void Informer::run_watch(std::stop_token stop) {
   auto user_on_error = options.on_error;
   options.on_error = [this, user_on_error](const kube::Error& error, std::chrono::milliseconds retry_in) {
     log(spdlog::level::warn, "Watch failed, retrying",
-        {{"informer", options_.name}, {"error", error.to_string()}, {"retryInMs", std::to_string(retry_in.count())}});
+        {{"informer", options_.name},
+         {"error", error.to_string()},
+         {"retryInMs", std::to_string(retry_in.count())}});
     if (user_on_error) user_on_error(error, retry_in);
   };
   while (!stop.stop_requested()) {
@@ -220,7 +225,8 @@ void Informer::run_watch(std::stop_token stop) {
     auto result = watcher.run([this](kube::WatcherEvent event) { handle(std::move(event)); }, stop);
     if (stop.stop_requested()) break;
     if (!result) {
-      log(spdlog::level::err, "Watcher ended, restarting", {{"informer", options_.name}, {"error", result.error().to_string()}});
+      log(spdlog::level::err, "Watcher ended, restarting",
+          {{"informer", options_.name}, {"error", result.error().to_string()}});
     }
     std::mutex mutex;
     std::condition_variable_any wait;

@@ -33,7 +33,8 @@ void InformerSet::stop() {
 }
 
 bool InformerSet::has_synced() const {
-  return std::all_of(informers_.begin(), informers_.end(), [](const auto& informer) { return informer->has_synced(); });
+  return std::all_of(informers_.begin(), informers_.end(),
+                     [](const auto& informer) { return informer->has_synced(); });
 }
 
 void InformerSet::subscribe(EventHandler handler) {
@@ -41,7 +42,8 @@ void InformerSet::subscribe(EventHandler handler) {
 }
 
 bool InformerSet::in_scope(std::string_view namespace_name) const {
-  return all_namespaces_ || std::find(namespaces_.begin(), namespaces_.end(), namespace_name) != namespaces_.end();
+  return all_namespaces_ ||
+         std::find(namespaces_.begin(), namespaces_.end(), namespace_name) != namespaces_.end();
 }
 
 const Informer* InformerSet::informer_for(std::string_view namespace_name) const {
@@ -94,7 +96,8 @@ std::size_t InformerSet::size() const {
   return total;
 }
 
-bool InformerSet::observe_write(const rapidjson::Value& returned_object, std::string_view based_on_resource_version) {
+bool InformerSet::observe_write(const rapidjson::Value& returned_object,
+                                std::string_view based_on_resource_version) {
   const std::string_view namespace_name = kube::ObjectView(returned_object).namespace_name();
   Informer* informer = informer_for(namespace_name);
   return informer && informer->observe_write(returned_object, based_on_resource_version);

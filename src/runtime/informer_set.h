@@ -19,8 +19,8 @@ namespace myop::runtime {
 class InformerSet final : public Runnable, public EventSource {
  public:
   // `namespaces` empty: all namespaces. options.name and options.namespace_name are set per informer.
-  InformerSet(std::shared_ptr<kube::Client> client, kube::ResourceType type, std::vector<std::string> namespaces,
-              InformerOptions options);
+  InformerSet(std::shared_ptr<kube::Client> client, kube::ResourceType type,
+              std::vector<std::string> namespaces, InformerOptions options);
 
   std::string name() const override { return name_; }
   void start() override;
@@ -48,7 +48,7 @@ class InformerSet final : public Runnable, public EventSource {
 
   std::string name_;
   bool all_namespaces_;
-  std::vector<std::string> namespaces_;                 // parallel to informers_
+  std::vector<std::string> namespaces_;  // parallel to informers_
   std::vector<std::shared_ptr<Informer>> informers_;
 };
 

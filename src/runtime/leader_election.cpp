@@ -150,8 +150,8 @@ LeaseLeaderElector::Attempt LeaseLeaderElector::try_acquire_or_renew(std::stop_t
   if (!holder.empty() && !mine && !expired) return Attempt::held_by_other;
 
   auto body = lease_body(options_, resource_version, options_.identity,
-                         mine && !acquire_time.empty() ? acquire_time : now, now,
-                         duration_seconds, mine ? transitions : transitions + 1);
+                         mine && !acquire_time.empty() ? acquire_time : now, now, duration_seconds,
+                         mine ? transitions : transitions + 1);
   auto updated = client_->update(type, options_.namespace_name, body, {}, stop);
   if (!updated) {
     if (!kube::is_conflict(updated.error())) {
@@ -199,7 +199,9 @@ void LeaseLeaderElector::lose(const std::string& why) {
     attempt_stop_.request_stop();
   }
   log(spdlog::level::err, "Leader Lease lost",
-      {{"lease", options_.namespace_name + "/" + options_.name}, {"identity", options_.identity}, {"reason", why}});
+      {{"lease", options_.namespace_name + "/" + options_.name},
+       {"identity", options_.identity},
+       {"reason", why}});
   std::function<void()> callback;
   {
     std::lock_guard lock(mutex_);
@@ -269,7 +271,8 @@ void LeaseLeaderElector::release() {
                          int_member(lease["spec"], "leaseTransitions"));
   auto released = client_->update(type, options_.namespace_name, body);
   if (released) {
-    log(spdlog::level::info, "Released the leader Lease", {{"lease", options_.namespace_name + "/" + options_.name}});
+    log(spdlog::level::info, "Released the leader Lease",
+        {{"lease", options_.namespace_name + "/" + options_.name}});
   } else {
     log(spdlog::level::warn, "Cannot release the leader Lease", {{"error", released.error().to_string()}});
   }

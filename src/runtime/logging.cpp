@@ -29,8 +29,8 @@ class JsonFormatter final : public spdlog::formatter {
 
     const auto since_epoch = message.time.time_since_epoch();
     const std::time_t seconds = std::chrono::duration_cast<std::chrono::seconds>(since_epoch).count();
-    const long microseconds =
-        static_cast<long>(std::chrono::duration_cast<std::chrono::microseconds>(since_epoch).count() % 1000000);
+    const long microseconds = static_cast<long>(
+        std::chrono::duration_cast<std::chrono::microseconds>(since_epoch).count() % 1000000);
     std::tm utc{};
     gmtime_r(&seconds, &utc);
     char time_text[64];
@@ -65,11 +65,21 @@ std::string json_quote(std::string_view text) {
   std::string quoted = "\"";
   for (char c : text) {
     switch (c) {
-      case '"': quoted += "\\\""; break;
-      case '\\': quoted += "\\\\"; break;
-      case '\n': quoted += "\\n"; break;
-      case '\r': quoted += "\\r"; break;
-      case '\t': quoted += "\\t"; break;
+      case '"':
+        quoted += "\\\"";
+        break;
+      case '\\':
+        quoted += "\\\\";
+        break;
+      case '\n':
+        quoted += "\\n";
+        break;
+      case '\r':
+        quoted += "\\r";
+        break;
+      case '\t':
+        quoted += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           char escaped[8];

@@ -23,7 +23,8 @@ std::string joined(const std::vector<std::string>& names) {
   return text;
 }
 
-void log_certificate(const std::string& message, const std::string& source, const CertificateDescription& certificate) {
+void log_certificate(const std::string& message, const std::string& source,
+                     const CertificateDescription& certificate) {
   log(certificate.expired ? spdlog::level::warn : spdlog::level::info, message,
       {{"source", source},
        {"subject", certificate.subject},
@@ -53,7 +54,9 @@ void Manager::add_collectable(std::shared_ptr<prometheus::Collectable> collectab
   collectables_.push_back(std::move(collectable));
 }
 void Manager::add_runnable(std::shared_ptr<Runnable> runnable) { runnables_.push_back(std::move(runnable)); }
-void Manager::add_controller(std::shared_ptr<Controller> controller) { controllers_.push_back(std::move(controller)); }
+void Manager::add_controller(std::shared_ptr<Controller> controller) {
+  controllers_.push_back(std::move(controller));
+}
 void Manager::add_health_check(std::string name, Check check) {
   std::lock_guard lock(checks_mutex_);
   health_checks_.emplace_back(std::move(name), std::move(check));
@@ -92,19 +95,21 @@ HttpResponse Manager::readyz() {
 
 HttpResponse Manager::metrics(const HttpRequest& request) {
   if (options_.metrics_authorizer) {
-    auto authorization =
-        options_.metrics_authorizer->authorize(request.authorization, non_resource_verb(request.method), request.path);
+    auto authorization = options_.metrics_authorizer->authorize(
+        request.authorization, non_resource_verb(request.method), request.path);
     if (authorization.decision == ScrapeDecision::Unavailable) {
       log(spdlog::level::err, "Cannot authorize a metrics scrape", {{"error", authorization.message}});
     }
     if (authorization.decision != ScrapeDecision::Allowed) {
-      return {static_cast<unsigned>(authorization.http_status), "text/plain; charset=utf-8", authorization.message + "\n"};
+      return {static_cast<unsigned>(authorization.http_status), "text/plain; charset=utf-8",
+              authorization.message + "\n"};
     }
   }
   auto families = options_.registry->Collect();
   for (const auto& collectable : collectables_) {
     auto more = collectable->Collect();
-    families.insert(families.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+    families.insert(families.end(), std::make_move_iterator(more.begin()),
+                    std::make_move_iterator(more.end()));
   }
   return {200, "text/plain; version=0.0.4; charset=utf-8", prometheus::TextSerializer().Serialize(families)};
 }
@@ -120,9 +125,10 @@ std::optional<std::string> Manager::prepare_metrics_tls() {
     if (!pair) return "cannot make a self-signed certificate: " + pair.error().message;
     auto context = make_server_tls_context(*pair);
     if (!context) return "cannot use the self-signed certificate: " + context.error().message;
-    log_certificate("Serving metrics with a self-signed certificate made in memory (set --metrics-cert-dir "
-                    "to serve a verifiable one)",
-                    "self-signed", inspect_certificate_pair(*pair).value());
+    log_certificate(
+        "Serving metrics with a self-signed certificate made in memory (set --metrics-cert-dir "
+        "to serve a verifiable one)",
+        "self-signed", inspect_certificate_pair(*pair).value());
     log(spdlog::level::info, "Self-signed metrics certificate", {{"pem", pair->certificate_pem}});
     metrics_server_.serve_tls(std::make_shared<FixedTlsContextProvider>(std::move(context).value()));
     return std::nullopt;
@@ -133,8 +139,9 @@ std::optional<std::string> Manager::prepare_metrics_tls() {
   auto watcher = std::make_shared<CertificateWatcher>(certificate, key, options_.metrics_cert_poll_interval);
   auto loaded = watcher->load();
   if (!loaded) return "--metrics-cert-dir: " + loaded.error().message;
-  log_certificate("Serving metrics with the certificate of --metrics-cert-dir, reloaded when its files change",
-                  certificate, *loaded);
+  log_certificate(
+      "Serving metrics with the certificate of --metrics-cert-dir, reloaded when its files change",
+      certificate, *loaded);
   watcher->start();
   certificate_watcher_ = watcher;
   metrics_server_.serve_tls(std::move(watcher));
@@ -175,8 +182,8 @@ int Manager::run(std::stop_token stop) {
   }
   if (!disabled(options_.metrics_bind_address)) {
     if (options_.metrics_secure && !options_.metrics_authorizer) {
-      log(spdlog::level::warn, "Metrics are served over HTTPS without authorization: anyone reaching the port reads them",
-          {});
+      log(spdlog::level::warn,
+          "Metrics are served over HTTPS without authorization: anyone reaching the port reads them", {});
     }
     if (options_.metrics_secure) {
       if (auto error = prepare_metrics_tls()) {
@@ -233,11 +240,13 @@ int Manager::run(std::stop_token stop) {
 bool Manager::shut_down() {
   // Lost leadership: another replica may already be writing, so cancel in-flight work at once.
   const Duration grace = leadership_lost_ ? Duration::zero() : options_.graceful_shutdown_timeout;
-  log(spdlog::level::info, "Stopping controllers", {{"gracePeriodSeconds", std::to_string(to_seconds(grace))}});
+  log(spdlog::level::info, "Stopping controllers",
+      {{"gracePeriodSeconds", std::to_string(to_seconds(grace))}});
   // Controllers stop in parallel so that they share one grace period.
   std::vector<std::future<bool>> stopped;
   for (const auto& controller : controllers_) {
-    stopped.push_back(std::async(std::launch::async, [controller, grace] { return controller->stop(grace); }));
+    stopped.push_back(
+        std::async(std::launch::async, [controller, grace] { return controller->stop(grace); }));
   }
   bool clean = true;
   for (auto& result : stopped) clean = result.get() && clean;

@@ -21,9 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "runtime/cert_watcher.h"
 #include "runtime/clock.h"
 #include "runtime/controller.h"
-#include "runtime/cert_watcher.h"
 #include "runtime/http_server.h"
 #include "runtime/leader_elector.h"
 #include "runtime/metrics_authorizer.h"

@@ -42,7 +42,9 @@ Predicate any_of(std::vector<Predicate> predicates) {
 }
 
 Predicate all_of(std::vector<Predicate> predicates) {
-  return [predicates = std::move(predicates)](const ObjectEvent& event) { return passes_all(predicates, event); };
+  return [predicates = std::move(predicates)](const ObjectEvent& event) {
+    return passes_all(predicates, event);
+  };
 }
 
 bool passes_all(const std::vector<Predicate>& predicates, const ObjectEvent& event) {

@@ -12,9 +12,12 @@ inline constexpr std::array<Priority, 3> kAllPriorities{Priority::low, Priority:
 
 inline constexpr std::string_view priority_name(Priority priority) {
   switch (priority) {
-    case Priority::low: return "low";
-    case Priority::normal: return "normal";
-    case Priority::high: return "high";
+    case Priority::low:
+      return "low";
+    case Priority::normal:
+      return "normal";
+    case Priority::high:
+      return "high";
   }
   return "unknown";
 }

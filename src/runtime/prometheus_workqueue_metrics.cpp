@@ -55,8 +55,12 @@ void PrometheusWorkQueueMetrics::added(Priority) { adds_->Increment(); }
 void PrometheusWorkQueueMetrics::depth_changed(Priority priority, std::size_t depth) {
   depth_[priority_index(priority)]->Set(static_cast<double>(depth));
 }
-void PrometheusWorkQueueMetrics::queued_for(Duration duration) { queue_duration_->Observe(to_seconds(duration)); }
-void PrometheusWorkQueueMetrics::worked_for(Duration duration) { work_duration_->Observe(to_seconds(duration)); }
+void PrometheusWorkQueueMetrics::queued_for(Duration duration) {
+  queue_duration_->Observe(to_seconds(duration));
+}
+void PrometheusWorkQueueMetrics::worked_for(Duration duration) {
+  work_duration_->Observe(to_seconds(duration));
+}
 void PrometheusWorkQueueMetrics::retried() { retries_->Increment(); }
 void PrometheusWorkQueueMetrics::in_flight(Duration unfinished_total, Duration longest_running) {
   unfinished_work_->Set(to_seconds(unfinished_total));

@@ -36,7 +36,8 @@ SignalWatcher::SignalWatcher(std::stop_source stop) : stop_(std::move(stop)) {
         _exit(1);
       }
       received_ = signal;
-      log(spdlog::level::info, "Signal received, shutting down gracefully", {{"signal", std::to_string(signal)}});
+      log(spdlog::level::info, "Signal received, shutting down gracefully",
+          {{"signal", std::to_string(signal)}});
       stop_.request_stop();
     }
   });

@@ -61,7 +61,8 @@ std::string name_text(const X509_NAME* name) {
 
 std::vector<std::string> alternative_names(X509* certificate) {
   std::vector<std::string> names;
-  Names general(static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(certificate, NID_subject_alt_name, nullptr, nullptr)));
+  Names general(
+      static_cast<GENERAL_NAMES*>(X509_get_ext_d2i(certificate, NID_subject_alt_name, nullptr, nullptr)));
   if (!general) return names;
   for (int i = 0; i < sk_GENERAL_NAME_num(general.get()); ++i) {
     const GENERAL_NAME* name = sk_GENERAL_NAME_value(general.get(), i);
@@ -73,7 +74,8 @@ std::vector<std::string> alternative_names(X509* certificate) {
       const auto* address = name->d.iPAddress;
       std::array<char, INET6_ADDRSTRLEN> text{};
       const int family = ASN1_STRING_length(address) == 4 ? AF_INET : AF_INET6;
-      if (inet_ntop(family, ASN1_STRING_get0_data(address), text.data(), text.size())) names.emplace_back(text.data());
+      if (inet_ntop(family, ASN1_STRING_get0_data(address), text.data(), text.size()))
+        names.emplace_back(text.data());
     }
   }
   return names;
@@ -110,7 +112,8 @@ CertificateDescription describe(X509* certificate) {
 
 bool is_ip_address(const std::string& name) {
   std::array<unsigned char, 16> buffer{};
-  return inet_pton(AF_INET, name.c_str(), buffer.data()) == 1 || inet_pton(AF_INET6, name.c_str(), buffer.data()) == 1;
+  return inet_pton(AF_INET, name.c_str(), buffer.data()) == 1 ||
+         inet_pton(AF_INET6, name.c_str(), buffer.data()) == 1;
 }
 
 }  // namespace
@@ -133,7 +136,8 @@ kube::Result<CertificateDescription> inspect_certificate_pair(const CertificateP
   return describe(certificate.get());
 }
 
-kube::Result<std::shared_ptr<boost::asio::ssl::context>> make_server_tls_context(const CertificatePair& pair) {
+kube::Result<std::shared_ptr<boost::asio::ssl::context>> make_server_tls_context(
+    const CertificatePair& pair) {
   auto checked = inspect_certificate_pair(pair);
   if (!checked) return std::move(checked).error();
   namespace ssl = boost::asio::ssl;
@@ -174,10 +178,10 @@ kube::Result<CertificatePair> generate_self_signed_certificate(const std::vector
   X509_gmtime_adj(X509_getm_notAfter(certificate.get()), 365L * 24 * 60 * 60);
   X509_set_pubkey(certificate.get(), key.get());
   X509_NAME* subject = X509_get_subject_name(certificate.get());
-  X509_NAME_add_entry_by_txt(subject, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>("my-operator"), -1,
-                             -1, 0);
-  X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(names[0].c_str()),
-                             -1, -1, 0);
+  X509_NAME_add_entry_by_txt(subject, "O", MBSTRING_UTF8,
+                             reinterpret_cast<const unsigned char*>("my-operator"), -1, -1, 0);
+  X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_UTF8,
+                             reinterpret_cast<const unsigned char*>(names[0].c_str()), -1, -1, 0);
   X509_set_issuer_name(certificate.get(), subject);
 
   std::string alternatives;
@@ -188,13 +192,14 @@ kube::Result<CertificatePair> generate_self_signed_certificate(const std::vector
   X509V3_CTX extension_context;
   X509V3_set_ctx_nodb(&extension_context);
   X509V3_set_ctx(&extension_context, certificate.get(), certificate.get(), nullptr, nullptr, 0);
-  for (const auto& [nid, value] : std::vector<std::pair<int, std::string>>{
-           {NID_basic_constraints, "critical,CA:FALSE"},
-           {NID_key_usage, "critical,digitalSignature"},
-           {NID_ext_key_usage, "serverAuth"},
-           {NID_subject_alt_name, alternatives}}) {
+  for (const auto& [nid, value] :
+       std::vector<std::pair<int, std::string>>{{NID_basic_constraints, "critical,CA:FALSE"},
+                                                {NID_key_usage, "critical,digitalSignature"},
+                                                {NID_ext_key_usage, "serverAuth"},
+                                                {NID_subject_alt_name, alternatives}}) {
     X509_EXTENSION* extension = X509V3_EXT_conf_nid(nullptr, &extension_context, nid, value.c_str());
-    if (!extension) return invalid("cannot build the certificate extension " + value + ": " + openssl_error());
+    if (!extension)
+      return invalid("cannot build the certificate extension " + value + ": " + openssl_error());
     X509_add_ext(certificate.get(), extension, -1);
     X509_EXTENSION_free(extension);
   }

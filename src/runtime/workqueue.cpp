@@ -59,10 +59,17 @@ void WorkQueue::add(const ObjectKey& key, AddOptions add_options) {
   }
   bool move = false;
   switch (entry.place) {
-    case Place::ready: move = requested > entry.level; break;
-    case Place::deferred: move = requested > Priority::low; break;
-    case Place::delayed: move = requested != entry.requested || merged_ready_at != entry.ready_at; break;
-    case Place::in_flight: break;
+    case Place::ready:
+      move = requested > entry.level;
+      break;
+    case Place::deferred:
+      move = requested > Priority::low;
+      break;
+    case Place::delayed:
+      move = requested != entry.requested || merged_ready_at != entry.ready_at;
+      break;
+    case Place::in_flight:
+      break;
   }
   entry.in_backoff = in_backoff;
   if (!move) {
@@ -112,7 +119,9 @@ void WorkQueue::done(const WorkItem& item, Completion completion) {
   std::optional<TimePoint> requeue_at;
   bool backoff = false;
   switch (completion.kind) {
-    case Completion::Kind::forget: failures_.erase(item.key); break;
+    case Completion::Kind::forget:
+      failures_.erase(item.key);
+      break;
     case Completion::Kind::retry: {
       const int failures = ++failures_[item.key];
       options_.metrics->retried();
@@ -272,10 +281,17 @@ void WorkQueue::place_locked(Entry& entry, TimePoint now) {
 
 void WorkQueue::detach_locked(Entry& entry) {
   switch (entry.place) {
-    case Place::ready: remove_ready_locked(entry); break;
-    case Place::delayed: delayed_.erase(OrderKey{entry.ready_at, entry.sequence}); break;
-    case Place::deferred: deferred_.erase(OrderKey{entry.level_since, entry.sequence}); break;
-    case Place::in_flight: return;
+    case Place::ready:
+      remove_ready_locked(entry);
+      break;
+    case Place::delayed:
+      delayed_.erase(OrderKey{entry.ready_at, entry.sequence});
+      break;
+    case Place::deferred:
+      deferred_.erase(OrderKey{entry.level_since, entry.sequence});
+      break;
+    case Place::in_flight:
+      return;
   }
   count_depth_locked(entry.level, -1);
 }

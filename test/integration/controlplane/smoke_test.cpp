@@ -37,20 +37,25 @@ spec:
       containers:
       - name: web
         image: registry.example/web:1.0
-)", "-n " + ns.name());
+)",
+                                        "-n " + ns.name());
   REQUIRE(applied.ok());
-  CommandResult waited = kubectl("wait --for=condition=Available deployment/web --timeout=120s -n " + ns.name());
+  CommandResult waited =
+      kubectl("wait --for=condition=Available deployment/web --timeout=120s -n " + ns.name());
   INFO(waited.output);
   REQUIRE(waited.ok());
-  CHECK(kubectl_or_fail("get deployment web -n " + ns.name() + " -o jsonpath='{.status.readyReplicas}'") == "3");
-  const std::string phases = kubectl_or_fail("get pods -n " + ns.name() + " -o jsonpath='{.items[*].status.phase}'");
+  CHECK(kubectl_or_fail("get deployment web -n " + ns.name() + " -o jsonpath='{.status.readyReplicas}'") ==
+        "3");
+  const std::string phases =
+      kubectl_or_fail("get pods -n " + ns.name() + " -o jsonpath='{.items[*].status.phase}'");
   CHECK(phases == "Running Running Running");
 }
 
 TEST_CASE("deleting an owner makes the garbage collector delete what it owns", "[controlplane]") {
   ScopedNamespace ns("smoke-gc");
   kubectl_or_fail("create configmap owner -n " + ns.name());
-  const std::string uid = kubectl_or_fail("get configmap owner -n " + ns.name() + " -o jsonpath='{.metadata.uid}'");
+  const std::string uid =
+      kubectl_or_fail("get configmap owner -n " + ns.name() + " -o jsonpath='{.metadata.uid}'");
   REQUIRE_FALSE(uid.empty());
   REQUIRE(kubectl_apply(R"(
 apiVersion: v1
@@ -58,8 +63,11 @@ kind: ConfigMap
 metadata:
   name: dependent
   ownerReferences:
-  - {apiVersion: v1, kind: ConfigMap, name: owner, uid: )" + uid + R"(}
-)", "-n " + ns.name()).ok());
+  - {apiVersion: v1, kind: ConfigMap, name: owner, uid: )" +
+                            uid + R"(}
+)",
+                        "-n " + ns.name())
+              .ok());
   kubectl_or_fail("delete configmap owner -n " + ns.name());
   // The dependent goes only through the garbage collector in kube-controller-manager.
   bool gone = false;
@@ -70,7 +78,8 @@ metadata:
   CHECK(gone);
 }
 
-TEST_CASE("a CRD is installed and a custom resource is created with its status subresource", "[controlplane]") {
+TEST_CASE("a CRD is installed and a custom resource is created with its status subresource",
+          "[controlplane]") {
   ScopedNamespace ns("smoke-crd");
   REQUIRE(kubectl_apply(R"(
 apiVersion: apiextensions.k8s.io/v1
@@ -92,18 +101,22 @@ spec:
         properties:
           spec: {type: object, properties: {size: {type: integer}}}
           status: {type: object, properties: {phase: {type: string}}}
-)").ok());
+)")
+              .ok());
   REQUIRE(kubectl("wait --for=condition=Established crd/widgets.smoke.myorg.io --timeout=60s").ok());
   REQUIRE(eventually("api-resources --api-group=smoke.myorg.io", "widgets", 30));
   REQUIRE(kubectl_apply("apiVersion: smoke.myorg.io/v1\nkind: Widget\nmetadata: {name: w}\nspec: {size: 3}\n",
-                        "-n " + ns.name()).ok());
+                        "-n " + ns.name())
+              .ok());
   // With the status subresource, status is written only through /status.
-  CommandResult patched = kubectl("patch widget w -n " + ns.name() +
-                                  " --subresource=status --type=merge -p '{\"status\":{\"phase\":\"Ready\"}}'");
+  CommandResult patched =
+      kubectl("patch widget w -n " + ns.name() +
+              " --subresource=status --type=merge -p '{\"status\":{\"phase\":\"Ready\"}}'");
   INFO(patched.output);
   REQUIRE(patched.ok());
   CHECK(kubectl_or_fail("get widget w -n " + ns.name() + " -o jsonpath='{.status.phase}'") == "Ready");
-  kubectl_or_fail("patch widget w -n " + ns.name() + " --type=merge -p '{\"status\":{\"phase\":\"Ignored\"}}'");
+  kubectl_or_fail("patch widget w -n " + ns.name() +
+                  " --type=merge -p '{\"status\":{\"phase\":\"Ignored\"}}'");
   CHECK(kubectl_or_fail("get widget w -n " + ns.name() + " -o jsonpath='{.status.phase}'") == "Ready");
   CHECK(kubectl_or_fail("get widget w -n " + ns.name() + " -o jsonpath='{.metadata.generation}'") == "1");
   kubectl("delete crd widgets.smoke.myorg.io --wait=false");

@@ -71,9 +71,10 @@ TEST_CASE("a client certificate authenticates its user", "[integration][kube][au
   CHECK(forbidden.error().reason == Reason::Forbidden);
   CHECK(forbidden.error().message.find("myop-cert-user") != std::string::npos);
 
-  myop::testenv::kubectl_or_fail("create role configmap-reader --verb=get,list,watch --resource=configmaps -n " + ns.name());
-  myop::testenv::kubectl_or_fail("create rolebinding cert-reader --role=configmap-reader --user=myop-cert-user -n " +
-                                 ns.name());
+  myop::testenv::kubectl_or_fail(
+      "create role configmap-reader --verb=get,list,watch --resource=configmaps -n " + ns.name());
+  myop::testenv::kubectl_or_fail(
+      "create rolebinding cert-reader --role=configmap-reader --user=myop-cert-user -n " + ns.name());
   bool allowed = false;
   for (int attempt = 0; attempt < 50 && !allowed; ++attempt) {
     allowed = client.list(resources::config_maps(), ns.name()).ok();
@@ -103,7 +104,8 @@ TEST_CASE("no credentials at all is anonymous, and anonymous is refused", "[inte
   CHECK((listed.error().reason == Reason::Unauthorized || listed.error().reason == Reason::Forbidden));
 }
 
-TEST_CASE("a ServiceAccount token from TokenRequest authenticates the ServiceAccount", "[integration][kube][auth]") {
+TEST_CASE("a ServiceAccount token from TokenRequest authenticates the ServiceAccount",
+          "[integration][kube][auth]") {
   myop::testenv::ScopedNamespace ns("kube-auth-sa");
   myop::testenv::kubectl_or_fail("create serviceaccount robot -n " + ns.name());
   ClientConfig config = anonymous_config();
@@ -186,8 +188,10 @@ TEST_CASE("a wrong CA is a clear TLS error, never a silent success", "[integrati
   const std::string directory = myop::testenv::binary_dir() + "/testenv";
   const std::string key = directory + "/wrong-ca.key";
   const std::string certificate = directory + "/wrong-ca.crt";
-  auto made = myop::testenv::run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 "
-                                 "-subj /CN=wrong-ca -keyout " + key + " -out " + certificate);
+  auto made = myop::testenv::run(
+      "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 "
+      "-subj /CN=wrong-ca -keyout " +
+      key + " -out " + certificate);
   INFO(made.output);
   REQUIRE(made.ok());
 
@@ -223,7 +227,8 @@ TEST_CASE("the system trust store is not used when a CA is configured", "[integr
   CHECK(result.error().reason == Reason::Transport);
 }
 
-TEST_CASE("the certificate must name the server, tls-server-name can choose the name", "[integration][kube][auth][tls]") {
+TEST_CASE("the certificate must name the server, tls-server-name can choose the name",
+          "[integration][kube][auth][tls]") {
   ClientConfig config = admin_config();
   // The test API server's certificate names kubernetes.default.svc among its SANs.
   config.tls_server_name = "kubernetes.default.svc";
@@ -240,7 +245,8 @@ TEST_CASE("the certificate must name the server, tls-server-name can choose the 
   CHECK(bad.error().message.find("wrong.example.com") != std::string::npos);
 }
 
-TEST_CASE("a client key that does not match its certificate is refused up front", "[integration][kube][auth][tls]") {
+TEST_CASE("a client key that does not match its certificate is refused up front",
+          "[integration][kube][auth][tls]") {
   const auto first = myop::testenv::issue_client_certificate("myop-mismatch-a");
   const auto second = myop::testenv::issue_client_certificate("myop-mismatch-b");
   ClientConfig config = anonymous_config();

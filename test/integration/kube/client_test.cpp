@@ -143,7 +143,8 @@ TEST_CASE("delete preconditions on uid and resourceVersion are enforced", "[inte
   CHECK(removed.ok());
 }
 
-TEST_CASE("server-side apply records the field manager and reports conflicts", "[integration][kube][client]") {
+TEST_CASE("server-side apply records the field manager and reports conflicts",
+          "[integration][kube][client]") {
   myop::testenv::ScopedNamespace ns("kube-apply");
   Client client = admin_client();
   const auto type = resources::config_maps();
@@ -159,7 +160,8 @@ TEST_CASE("server-side apply records the field manager and reports conflicts", "
   REQUIRE(managed.IsArray());
   bool found_manager = false;
   for (const auto& entry : managed.GetArray())
-    found_manager |= string_at(entry, {"manager"}) == "manager-a" && string_at(entry, {"operation"}) == "Apply";
+    found_manager |=
+        string_at(entry, {"manager"}) == "manager-a" && string_at(entry, {"operation"}) == "Apply";
   CHECK(found_manager);
 
   // Applying the same again changes nothing (idempotent).
@@ -194,7 +196,8 @@ TEST_CASE("list pages through more objects than the limit", "[integration][kube]
     auto object = config_map("page-" + std::to_string(i));
     // Copied into the object's allocator: the parsed temporary (and its strings) dies at the semicolon.
     const auto labels = parse_json(R"({"paged":"yes"})");
-    object["metadata"].AddMember("labels", rapidjson::Value(labels, object.GetAllocator()), object.GetAllocator());
+    object["metadata"].AddMember("labels", rapidjson::Value(labels, object.GetAllocator()),
+                                 object.GetAllocator());
     auto created = client.create(type, ns.name(), object);
     INFO((created ? std::string() : created.error().to_string()));
     REQUIRE(created.ok());
@@ -243,7 +246,8 @@ TEST_CASE("list pages through more objects than the limit", "[integration][kube]
   CHECK(cached.value()["items"].Size() == kObjects);
 }
 
-TEST_CASE("a custom resource: CRD discovery, CRUD and the status subresource", "[integration][kube][client]") {
+TEST_CASE("a custom resource: CRD discovery, CRUD and the status subresource",
+          "[integration][kube][client]") {
   Client client = admin_client();
   ensure_widget_crd(client);
   myop::testenv::ScopedNamespace ns("kube-cr");
@@ -280,8 +284,8 @@ TEST_CASE("a custom resource: CRD discovery, CRUD and the status subresource", "
   CHECK(string_at(status_written.value(), {"status", "phase"}) == "Ready");
   CHECK(status_written.value()["spec"]["size"].GetInt() == 3);
 
-  auto status_patched = client.patch(kWidgets, ns.name(), "w", PatchType::Merge, R"({"status":{"phase":"Done"}})",
-                                     {}, "status");
+  auto status_patched = client.patch(kWidgets, ns.name(), "w", PatchType::Merge,
+                                     R"({"status":{"phase":"Done"}})", {}, "status");
   REQUIRE(status_patched.ok());
   CHECK(string_at(status_patched.value(), {"status", "phase"}) == "Done");
 
@@ -320,7 +324,8 @@ TEST_CASE("waiting for a CRD that does not exist times out with a reason", "[int
   CHECK(waited.error().message.find("does not exist") != std::string::npos);
 }
 
-TEST_CASE("the raw watch stream delivers events as chunks and stops on request", "[integration][kube][client][stream]") {
+TEST_CASE("the raw watch stream delivers events as chunks and stops on request",
+          "[integration][kube][client][stream]") {
   myop::testenv::ScopedNamespace ns("kube-stream");
   Client client = admin_client();
   const auto type = resources::config_maps();
@@ -337,16 +342,17 @@ TEST_CASE("the raw watch stream delivers events as chunks and stops on request",
     std::thread watcher([&] {
       WatchOptions options;
       options.resource_version = version;
-      ended = client.watch(type, ns.name(), options,
-                           [&](std::string_view chunk) {
-                             std::lock_guard lock(received_mutex);
-                             received.append(chunk);
-                             if (received.find(R"("type":"ADDED")") != std::string::npos &&
-                                 received.find("streamed") != std::string::npos)
-                               saw_added = true;
-                             return true;
-                           },
-                           stop.get_token());
+      ended = client.watch(
+          type, ns.name(), options,
+          [&](std::string_view chunk) {
+            std::lock_guard lock(received_mutex);
+            received.append(chunk);
+            if (received.find(R"("type":"ADDED")") != std::string::npos &&
+                received.find("streamed") != std::string::npos)
+              saw_added = true;
+            return true;
+          },
+          stop.get_token());
     });
     REQUIRE(client.create(type, ns.name(), config_map("streamed")).ok());
     for (int i = 0; i < 100 && !saw_added; ++i) std::this_thread::sleep_for(100ms);
@@ -401,7 +407,8 @@ TEST_CASE("the raw watch stream delivers events as chunks and stops on request",
     REQUIRE(config.ok());
     Client nobody = client_for(config.value());
     bool called = false;
-    auto ended = nobody.watch(type, ns.name(), WatchOptions{}, [&](std::string_view) { return called = true; });
+    auto ended =
+        nobody.watch(type, ns.name(), WatchOptions{}, [&](std::string_view) { return called = true; });
     REQUIRE_FALSE(ended.ok());
     CHECK(ended.error().reason == Reason::Forbidden);
     CHECK(ended.error().message.find("myop-stream-nobody") != std::string::npos);

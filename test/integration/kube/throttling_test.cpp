@@ -72,15 +72,16 @@ spec:
 )");
   INFO(applied.output);
   REQUIRE(applied.ok());
-  myop::testenv::kubectl_or_fail("create role configmap-reader --verb=get,list,watch --resource=configmaps -n " +
-                                 ns.name());
+  myop::testenv::kubectl_or_fail(
+      "create role configmap-reader --verb=get,list,watch --resource=configmaps -n " + ns.name());
   myop::testenv::kubectl_or_fail("create rolebinding throttled-reader --role=configmap-reader --user=" +
                                  std::string(kThrottledUser) + " -n " + ns.name());
   // Enough objects that each list takes the server a moment and several seats.
   Client admin = admin_client();
   for (int i = 0; i < 150; ++i) {
-    auto load = parse_json(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"load-)" + std::to_string(i) +
-                           R"("},"data":{"payload":")" + std::string(200, 'x') + R"("}})");
+    auto load =
+        parse_json(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"load-)" + std::to_string(i) +
+                   R"("},"data":{"payload":")" + std::string(200, 'x') + R"("}})");
     REQUIRE(admin.create(resources::config_maps(), ns.name(), load).ok());
   }
 
@@ -98,7 +99,9 @@ spec:
   Client client = client_for(config.value(), options);
 
   // Wait until the API server has picked up the new FlowSchema (its status says Dangling=False).
-  REQUIRE(myop::testenv::kubectl("wait --for=condition=Dangling=False flowschema/myop-throttled --timeout=30s").ok());
+  REQUIRE(
+      myop::testenv::kubectl("wait --for=condition=Dangling=False flowschema/myop-throttled --timeout=30s")
+          .ok());
 
   constexpr int kThreads = 24;
   constexpr int kRequestsPerThread = 4;

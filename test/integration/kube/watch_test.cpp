@@ -342,8 +342,9 @@ TEST_CASE("the watcher builds the initial state and follows changes", "[kube][wa
 
 TEST_CASE("a 410 forced by etcd compaction leads to a relist", "[kube][watch]") {
   if (!testenv::owns_control_plane()) {
-    FAIL("needs the control plane this test run starts (unset KUBECONFIG): it compacts etcd and restarts "
-         "kube-apiserver");
+    FAIL(
+        "needs the control plane this test run starts (unset KUBECONFIG): it compacts etcd and restarts "
+        "kube-apiserver");
   }
   testenv::ScopedNamespace ns("watch-gone");
   auto client = std::make_shared<Client>(testing::admin_client());
@@ -390,8 +391,9 @@ TEST_CASE("a 410 forced by etcd compaction leads to a relist", "[kube][watch]") 
 
 TEST_CASE("kube-apiserver restarted during a watch: the watch resumes and loses no event", "[kube][watch]") {
   if (!testenv::owns_control_plane()) {
-    FAIL("needs the control plane this test run starts (unset KUBECONFIG): it compacts etcd and restarts "
-         "kube-apiserver");
+    FAIL(
+        "needs the control plane this test run starts (unset KUBECONFIG): it compacts etcd and restarts "
+        "kube-apiserver");
   }
   testenv::ScopedNamespace ns("watch-restart");
   auto client = std::make_shared<Client>(testing::admin_client());

@@ -19,7 +19,6 @@ std::string container_image(const std::string& namespace_, const std::string& na
   return jsonpath("deployment", namespace_, name, "{.spec.template.spec.containers[0].image}");
 }
 
-
 std::vector<AuditEntry> deployment_writes(const std::string& user, std::size_t mark,
                                           const std::string& name) {
   std::vector<AuditEntry> kept;

@@ -9,10 +9,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
-#include <fcntl.h>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -48,7 +48,8 @@ std::string string_member(const rapidjson::Value& object, const char* name) {
 }
 
 bool is_write(const std::string& verb) {
-  return verb == "create" || verb == "update" || verb == "patch" || verb == "delete" || verb == "deletecollection";
+  return verb == "create" || verb == "update" || verb == "patch" || verb == "delete" ||
+         verb == "deletecollection";
 }
 
 // config/rbac's ClusterRole, renamed so that it never collides with a Helm release's
@@ -73,11 +74,13 @@ void install_prerequisites() {
   static bool installed = false;
   if (installed) return;
   const std::string config = testenv::source_dir() + "/config";
-  testenv::kubectl_or_fail("apply --server-side --force-conflicts -f " + config + "/crd/myorg.io_myresources.yaml -f " +
-                           config + "/crd/myresources-annotations-policy.yaml");
+  testenv::kubectl_or_fail("apply --server-side --force-conflicts -f " + config +
+                           "/crd/myorg.io_myresources.yaml -f " + config +
+                           "/crd/myresources-annotations-policy.yaml");
   testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
-  const auto applied = testenv::kubectl_apply(
-      replaced(read_file(config + "/rbac/role.yaml"), "name: my-operator-manager", std::string("name: ") + kManagerRole));
+  const auto applied =
+      testenv::kubectl_apply(replaced(read_file(config + "/rbac/role.yaml"), "name: my-operator-manager",
+                                      std::string("name: ") + kManagerRole));
   if (!applied.ok()) FAIL("cannot apply config/rbac/role.yaml: " << applied.output);
   installed = true;
 }
@@ -99,20 +102,22 @@ OperatorProcess::OperatorProcess(OperatorOptions options) : options_(std::move(o
   kubeconfig_ = testenv::kubeconfig_for_user(options_.user);
   const std::string binding = binding_name(options_.user);
   testenv::kubectl("delete clusterrolebinding " + binding + " --ignore-not-found");
-  testenv::kubectl_or_fail("create clusterrolebinding " + binding + " --clusterrole " + kManagerRole + " --user " +
-                           options_.user);
+  testenv::kubectl_or_fail("create clusterrolebinding " + binding + " --clusterrole " + kManagerRole +
+                           " --user " + options_.user);
   for (const std::string& file : options_.extra_cluster_role_files) {
     const std::string role = apply_test_cluster_role(file);
     const std::string extra = binding + "-" + role;
     testenv::kubectl("delete clusterrolebinding " + extra + " --ignore-not-found");
-    testenv::kubectl_or_fail("create clusterrolebinding " + extra + " --clusterrole " + role + " --user " + options_.user);
+    testenv::kubectl_or_fail("create clusterrolebinding " + extra + " --clusterrole " + role + " --user " +
+                             options_.user);
     extra_bindings_.push_back(extra);
   }
   if (!options_.pod_namespace.empty()) {
     // config/rbac's leader-election Role (the Lease and the feature-flag ConfigMap), in the
     // operator's namespace, as the chart installs it in the release namespace.
-    const std::string role = replaced(read_file(testenv::source_dir() + "/config/rbac/leader_election_role.yaml"),
-                                      "namespace: my-operator-system", "namespace: " + options_.pod_namespace);
+    const std::string role =
+        replaced(read_file(testenv::source_dir() + "/config/rbac/leader_election_role.yaml"),
+                 "namespace: my-operator-system", "namespace: " + options_.pod_namespace);
     auto applied = testenv::kubectl_apply(role);
     if (!applied.ok()) FAIL("cannot apply the leader-election Role: " << applied.output);
     testenv::kubectl_or_fail("create rolebinding " + binding + " -n " + options_.pod_namespace +
@@ -124,7 +129,8 @@ OperatorProcess::~OperatorProcess() {
   stop();
   if (options_.kubeconfig.empty())
     testenv::kubectl("delete clusterrolebinding " + binding_name(options_.user) + " --ignore-not-found");
-  for (const auto& extra : extra_bindings_) testenv::kubectl("delete clusterrolebinding " + extra + " --ignore-not-found");
+  for (const auto& extra : extra_bindings_)
+    testenv::kubectl("delete clusterrolebinding " + extra + " --ignore-not-found");
 }
 
 void OperatorProcess::start() {
@@ -133,10 +139,14 @@ void OperatorProcess::start() {
   metrics_port_ = free_port();
   std::vector<std::string> arguments = {
       testenv::binary_dir() + "/my-operator",
-      "--kubeconfig", kubeconfig_,
-      "--health-probe-bind-address", "127.0.0.1:" + std::to_string(probe_port_),
-      "--metrics-bind-address", "127.0.0.1:" + std::to_string(metrics_port_),
-      "--log-format", "text",
+      "--kubeconfig",
+      kubeconfig_,
+      "--health-probe-bind-address",
+      "127.0.0.1:" + std::to_string(probe_port_),
+      "--metrics-bind-address",
+      "127.0.0.1:" + std::to_string(metrics_port_),
+      "--log-format",
+      "text",
   };
   std::string namespaces;
   for (const auto& name : options_.namespaces) namespaces += (namespaces.empty() ? "" : ",") + name;
@@ -165,7 +175,8 @@ void OperatorProcess::start() {
     ::_exit(127);
   }
   pid_ = child;
-  const std::string probe = "curl -sf -o /dev/null http://127.0.0.1:" + std::to_string(probe_port_) + "/readyz";
+  const std::string probe =
+      "curl -sf -o /dev/null http://127.0.0.1:" + std::to_string(probe_port_) + "/readyz";
   const bool ready = eventually(
       [&] {
         if (!running()) return true;  // reported below
@@ -216,7 +227,8 @@ double OperatorProcess::metric(const std::string& sample) const {
   std::istringstream lines(metrics());
   std::string line;
   while (std::getline(lines, line)) {
-    if (line.size() > sample.size() && line.compare(0, sample.size(), sample) == 0 && line[sample.size()] == ' ')
+    if (line.size() > sample.size() && line.compare(0, sample.size(), sample) == 0 &&
+        line[sample.size()] == ' ')
       return std::strtod(line.c_str() + sample.size() + 1, nullptr);
   }
   return -1;
@@ -236,8 +248,8 @@ std::string OperatorProcess::log_tail(std::size_t lines) const {
 }
 
 std::string AuditEntry::describe() const {
-  return verb + " " + resource + (subresource.empty() ? "" : "/" + subresource) + " " + namespace_ + "/" + name +
-         " -> " + std::to_string(code);
+  return verb + " " + resource + (subresource.empty() ? "" : "/" + subresource) + " " + namespace_ + "/" +
+         name + " -> " + std::to_string(code);
 }
 
 std::size_t audit_mark() {
@@ -250,7 +262,8 @@ std::size_t audit_mark() {
 
 std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark) {
   std::ifstream log(testenv::audit_log_path());
-  if (!log) FAIL("no audit log at " << testenv::audit_log_path() << " (the control plane must run with --audit)");
+  if (!log)
+    FAIL("no audit log at " << testenv::audit_log_path() << " (the control plane must run with --audit)");
   std::vector<AuditEntry> entries;
   std::string line;
   for (std::size_t number = 0; std::getline(log, line); ++number) {
@@ -303,13 +316,15 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
 
 std::string jsonpath(const std::string& resource, const std::string& namespace_, const std::string& name,
                      const std::string& path) {
-  auto result = testenv::kubectl("get " + resource + " " + name + " -n " + namespace_ + " -o jsonpath='" + path + "'");
+  auto result =
+      testenv::kubectl("get " + resource + " " + name + " -n " + namespace_ + " -o jsonpath='" + path + "'");
   if (!result.ok()) return {};
   // kubectl 1.32 against a newer API server prints a version-skew warning on stderr, which
   // run() folds into the output; keep only the last line.
   std::string output = result.output;
   while (!output.empty() && output.back() == '\n') output.pop_back();
-  if (auto newline = output.rfind('\n'); newline != std::string::npos && output.find("WARNING") != std::string::npos)
+  if (auto newline = output.rfind('\n');
+      newline != std::string::npos && output.find("WARNING") != std::string::npos)
     output = output.substr(newline + 1);
   return output;
 }
@@ -320,8 +335,9 @@ std::string canary_annotations(const std::string& target, const std::string& fea
   return annotations;
 }
 
-std::string myresource_manifest(const std::string& namespace_, const std::string& name, const std::string& image,
-                                int replicas, const std::string& extra_spec, const std::string& annotations) {
+std::string myresource_manifest(const std::string& namespace_, const std::string& name,
+                                const std::string& image, int replicas, const std::string& extra_spec,
+                                const std::string& annotations) {
   std::string manifest = "apiVersion: myorg.io/v1alpha1\nkind: MyResource\nmetadata:\n  name: " + name +
                          "\n  namespace: " + namespace_ + "\n";
   if (!annotations.empty()) manifest += "  annotations:\n" + annotations;
@@ -330,20 +346,22 @@ std::string myresource_manifest(const std::string& namespace_, const std::string
 }
 
 bool myresource_ready(const std::string& namespace_, const std::string& name) {
-  const std::string line =
-      jsonpath("myresource", namespace_, name,
-               "{.metadata.generation} {.status.observedGeneration} {.status.conditions[?(@.type==\"Ready\")].status}");
+  const std::string line = jsonpath("myresource", namespace_, name,
+                                    "{.metadata.generation} {.status.observedGeneration} "
+                                    "{.status.conditions[?(@.type==\"Ready\")].status}");
   std::istringstream fields(line);
   std::string generation, observed, ready;
   fields >> generation >> observed >> ready;
   return !generation.empty() && generation == observed && ready == "True";
 }
 
-std::string condition_reason(const std::string& namespace_, const std::string& name, const std::string& type) {
+std::string condition_reason(const std::string& namespace_, const std::string& name,
+                             const std::string& type) {
   return jsonpath("myresource", namespace_, name, "{.status.conditions[?(@.type==\"" + type + "\")].reason}");
 }
 
-std::string condition_status(const std::string& namespace_, const std::string& name, const std::string& type) {
+std::string condition_status(const std::string& namespace_, const std::string& name,
+                             const std::string& type) {
   return jsonpath("myresource", namespace_, name, "{.status.conditions[?(@.type==\"" + type + "\")].status}");
 }
 
@@ -351,10 +369,11 @@ std::string condition_status(const std::string& namespace_, const std::string& n
 
 namespace myop::testing {
 
-std::vector<std::string> events_about(const std::string& namespace_, const std::string& kind, const std::string& name) {
-  auto result = testenv::kubectl(
-      "get events.v1.events.k8s.io -n " + namespace_ +
-      " -o jsonpath='{range .items[*]}{.regarding.kind}/{.regarding.name} {.type} {.reason} {.note}{\"\\n\"}{end}'");
+std::vector<std::string> events_about(const std::string& namespace_, const std::string& kind,
+                                      const std::string& name) {
+  auto result = testenv::kubectl("get events.v1.events.k8s.io -n " + namespace_ +
+                                 " -o jsonpath='{range .items[*]}{.regarding.kind}/{.regarding.name} {.type} "
+                                 "{.reason} {.note}{\"\\n\"}{end}'");
   std::vector<std::string> events;
   if (!result.ok()) return events;
   const std::string prefix = kind + "/" + name + " ";
@@ -381,19 +400,22 @@ std::string describe(const std::vector<std::string>& lines) {
   return text.empty() ? "  (none)\n" : text;
 }
 
-void set_feature_flags(const std::string& namespace_, const std::vector<std::pair<std::string, std::string>>& data,
+void set_feature_flags(const std::string& namespace_,
+                       const std::vector<std::pair<std::string, std::string>>& data,
                        const std::string& name) {
-  std::string manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name + "\n  namespace: " +
-                         namespace_ + "\ndata:" + (data.empty() ? " {}\n" : "\n");
+  std::string manifest = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + name +
+                         "\n  namespace: " + namespace_ + "\ndata:" + (data.empty() ? " {}\n" : "\n");
   for (const auto& [key, value] : data) manifest += "  " + key + ": \"" + value + "\"\n";
   // Server-side apply under one field manager: keys left out of a later call are removed.
   auto applied = testenv::kubectl_apply(manifest, "--server-side --force-conflicts");
-  if (!applied.ok()) FAIL("cannot write the feature ConfigMap " << namespace_ << "/" << name << ": " << applied.output);
+  if (!applied.ok())
+    FAIL("cannot write the feature ConfigMap " << namespace_ << "/" << name << ": " << applied.output);
 }
 
 std::string apply_test_cluster_role(const std::string& file) {
   const std::string path = testenv::source_dir() + "/config/rbac/" + file;
-  std::string name = testenv::kubectl_or_fail("create --dry-run=client -o jsonpath={.metadata.name} -f " + path);
+  std::string name =
+      testenv::kubectl_or_fail("create --dry-run=client -o jsonpath={.metadata.name} -f " + path);
   while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
   name = name.substr(name.find_last_of('\n') + 1);  // after any version-skew warning
   const std::string renamed = "myop-test-" + name;
@@ -403,10 +425,11 @@ std::string apply_test_cluster_role(const std::string& file) {
 }
 
 bool deployment_rolled(const std::string& namespace_, const std::string& name, const std::string& image) {
-  const std::string line = jsonpath("deployment", namespace_, name,
-                                    "{.spec.template.spec.containers[0].image} {.status.updatedReplicas} "
-                                    "{.status.availableReplicas} {.spec.replicas} {.status.observedGeneration} "
-                                    "{.metadata.generation}");
+  const std::string line =
+      jsonpath("deployment", namespace_, name,
+               "{.spec.template.spec.containers[0].image} {.status.updatedReplicas} "
+               "{.status.availableReplicas} {.spec.replicas} {.status.observedGeneration} "
+               "{.metadata.generation}");
   std::istringstream fields(line);
   std::string live_image, updated, available, replicas, observed, generation;
   fields >> live_image >> updated >> available >> replicas >> observed >> generation;

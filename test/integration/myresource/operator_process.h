@@ -4,11 +4,11 @@
 // is the test's own, the API server's audit log counts exactly this operator's requests.
 #pragma once
 
+#include <sys/types.h>
 #include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string>
-#include <sys/types.h>
 #include <vector>
 
 namespace myop::testing {
@@ -100,9 +100,9 @@ std::string jsonpath(const std::string& resource, const std::string& namespace_,
                      const std::string& path);
 
 // A MyResource manifest with the given spec fields (YAML lines under `spec:`, indented by 2).
-std::string myresource_manifest(const std::string& namespace_, const std::string& name, const std::string& image,
-                                int replicas = 1, const std::string& extra_spec = "",
-                                const std::string& annotations = "");
+std::string myresource_manifest(const std::string& namespace_, const std::string& name,
+                                const std::string& image, int replicas = 1,
+                                const std::string& extra_spec = "", const std::string& annotations = "");
 
 // Canary annotations as myresource_manifest() takes them (indented under metadata.annotations), with
 // an optional myorg.io/features override.
@@ -120,7 +120,8 @@ namespace myop::testing {
 
 // The events.k8s.io/v1 Events of a namespace about one object, one line each:
 // "<type> <reason> <note>".
-std::vector<std::string> events_about(const std::string& namespace_, const std::string& kind, const std::string& name);
+std::vector<std::string> events_about(const std::string& namespace_, const std::string& kind,
+                                      const std::string& name);
 // Whether one of them has this type (Normal, Warning) and reason.
 bool has_event(const std::string& namespace_, const std::string& kind, const std::string& name,
                const std::string& type, const std::string& reason);
@@ -128,7 +129,8 @@ std::string describe(const std::vector<std::string>& lines);
 
 // Creates or replaces the feature-flag ConfigMap (DESIGN.md "Feature flags") in `namespace_`
 // with exactly `data`; FAILs when kubectl does.
-void set_feature_flags(const std::string& namespace_, const std::vector<std::pair<std::string, std::string>>& data,
+void set_feature_flags(const std::string& namespace_,
+                       const std::vector<std::pair<std::string, std::string>>& data,
                        const std::string& name = "my-operator-config");
 
 // Applies a ClusterRole of config/rbac under the name "myop-test-<its name>" and returns that name:

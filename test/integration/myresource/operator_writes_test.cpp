@@ -28,7 +28,9 @@ TEST_CASE("a spec change is one Deployment update, an unchanged spec, a resync a
           "[myresource][operator][writes]") {
   if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane and its audit log");
   testenv::ScopedNamespace ns("mr-writes");
-  OperatorProcess operator_process({.user = "myop-writes", .namespaces = {ns.name()}, .pod_namespace = ns.name(),
+  OperatorProcess operator_process({.user = "myop-writes",
+                                    .namespaces = {ns.name()},
+                                    .pod_namespace = ns.name(),
                                     .extra_args = {"--resync-period", "20s"}});
   operator_process.start();
 

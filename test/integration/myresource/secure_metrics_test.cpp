@@ -34,10 +34,10 @@ void make_ca_signed_certificate(const std::filesystem::path& folder, const std::
     extensions << "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n";
   }
   for (const std::string& command :
-       {"openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=" + common_name +
-            "-ca -keyout " + at + "ca.key -out " + at + "ca.crt",
-        "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=" + common_name + " -keyout " + at +
-            "tls.key -out " + at + "tls.csr",
+       {"openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=" +
+            common_name + "-ca -keyout " + at + "ca.key -out " + at + "ca.crt",
+        "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=" + common_name +
+            " -keyout " + at + "tls.key -out " + at + "tls.csr",
         "openssl x509 -req -days 1 -in " + at + "tls.csr -CA " + at + "ca.crt -CAkey " + at +
             "ca.key -CAcreateserial -extfile " + at + "san.ext -out " + at + "tls.crt"}) {
     const auto result = testenv::run(command);
@@ -51,8 +51,8 @@ struct Scrape {
 };
 
 // curl over HTTPS, verifying the server with `ca` (a file); `token` "" sends no Authorization.
-Scrape scrape(unsigned short port, const std::string& ca, const std::string& token, const std::string& method = "GET",
-              const std::string& scheme = "https") {
+Scrape scrape(unsigned short port, const std::string& ca, const std::string& token,
+              const std::string& method = "GET", const std::string& scheme = "https") {
   const std::string body_file = testenv::binary_dir() + "/testenv/secure-metrics-body.txt";
   std::remove(body_file.c_str());
   std::string command = "curl -s --max-time 20 -o " + quoted(body_file) + " -w '%{http_code}' ";
@@ -89,7 +89,8 @@ std::size_t log_count(const OperatorProcess& process, const std::string& text) {
 }
 
 std::string token_for(const std::string& account, const std::string& namespace_) {
-  return last_line(testenv::kubectl_or_fail("create token " + account + " -n " + namespace_ + " --duration=10m"));
+  return last_line(
+      testenv::kubectl_or_fail("create token " + account + " -n " + namespace_ + " --duration=10m"));
 }
 
 class ClusterRoleBinding {
@@ -108,8 +109,10 @@ class ClusterRoleBinding {
 
 }  // namespace
 
-TEST_CASE("secure metrics (--metrics-secure): HTTPS, scrapes decided by the API server, the certificate reloaded without a restart",
-          "[myresource][operator][metrics][security]") {
+TEST_CASE(
+    "secure metrics (--metrics-secure): HTTPS, scrapes decided by the API server, the certificate reloaded "
+    "without a restart",
+    "[myresource][operator][metrics][security]") {
   testenv::ScopedNamespace ns("secure-metrics");
   const std::filesystem::path folder = testenv::binary_dir() + "/testenv/secure-metrics-" + ns.name();
   std::filesystem::remove_all(folder);
@@ -127,12 +130,11 @@ TEST_CASE("secure metrics (--metrics-secure): HTTPS, scrapes decided by the API 
   ClusterRoleBinding reader("myop-test-" + ns.name() + "-metrics-reader",
                             "--clusterrole " + reader_role + " --serviceaccount " + ns.name() + ":scraper");
 
-  OperatorProcess operator_process(
-      {.user = "myop-secure-metrics",
-       .namespaces = {ns.name()},
-       .pod_namespace = ns.name(),
-       .extra_args = {"--metrics-secure", "--metrics-cert-dir", served.string()},
-       .extra_cluster_role_files = {"metrics_auth_role.yaml"}});
+  OperatorProcess operator_process({.user = "myop-secure-metrics",
+                                    .namespaces = {ns.name()},
+                                    .pod_namespace = ns.name(),
+                                    .extra_args = {"--metrics-secure", "--metrics-cert-dir", served.string()},
+                                    .extra_cluster_role_files = {"metrics_auth_role.yaml"}});
   operator_process.start();
   const unsigned short port = operator_process.metrics_port();
 
@@ -168,7 +170,8 @@ TEST_CASE("secure metrics (--metrics-secure): HTTPS, scrapes decided by the API 
     auto api_status = [&](const std::string& flag) {
       return last_line(testenv::run("curl -s -o /dev/null -w '%{http_code}' " + flag + " --cacert " +
                                     quoted(testenv::ca_path()) + " -H " +
-                                    quoted("Authorization: Bearer " + scraper_token) + " " + quoted(apiserver))
+                                    quoted("Authorization: Bearer " + scraper_token) + " " +
+                                    quoted(apiserver))
                            .output);
     };
     CHECK(api_status("") == "200");
@@ -204,7 +207,8 @@ TEST_CASE("secure metrics (--metrics-secure): HTTPS, scrapes decided by the API 
     const std::string refusal = "do not load; keeping the current certificate";
     const std::size_t refusals = log_count(operator_process, refusal);
     make_ca_signed_certificate(folder / "third", "myop-metrics-third");
-    std::filesystem::copy_file(folder / "third/tls.crt", served / "tls.crt", std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(folder / "third/tls.crt", served / "tls.crt",
+                               std::filesystem::copy_options::overwrite_existing);
     CHECK(eventually([&] { return log_count(operator_process, refusal) > refusals; }, 30s));
     CHECK(served_certificate(port) == second_certificate);
     CHECK(scrape(port, second_ca, scraper_token).status == 200);
@@ -212,14 +216,16 @@ TEST_CASE("secure metrics (--metrics-secure): HTTPS, scrapes decided by the API 
   }
 
   SECTION("the API server unreachable: 500, and scrapes work again once it is back") {
-    if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane, to stop its API server");
+    if (!testenv::owns_control_plane())
+      FAIL("needs the ctest fixture's control plane, to stop its API server");
     const std::string fresh_token = token_for("stranger", ns.name());  // not cached by the operator
     testenv::stop_apiserver();
     const Scrape unavailable = scrape(port, first_ca, fresh_token);
     testenv::start_apiserver();
     INFO("operator log:\n" << operator_process.log_tail(30));
     CHECK(unavailable.status == 500);
-    CHECK(eventually([&] { return scrape(port, first_ca, token_for("scraper", ns.name())).status == 200; }, 60s));
+    CHECK(eventually([&] { return scrape(port, first_ca, token_for("scraper", ns.name())).status == 200; },
+                     60s));
   }
   std::filesystem::remove_all(folder);
 }

@@ -71,7 +71,8 @@ TEST_CASE("packaging: the runtime stage installs the package of every shared lib
   }
 }
 
-TEST_CASE("packaging: the Dockerfile builds in Debian 12 and runs slim as uid 65532 with OCI labels", "[packaging][docker]") {
+TEST_CASE("packaging: the Dockerfile builds in Debian 12 and runs slim as uid 65532 with OCI labels",
+          "[packaging][docker]") {
   const std::string text = dockerfile();
   std::vector<std::string> stages;
   static const std::regex from(R"((^|\n)FROM (\S+)( AS (\S+))?)");
@@ -101,7 +102,8 @@ TEST_CASE("packaging: the Dockerfile builds in Debian 12 and runs slim as uid 65
   for (const std::string& package : packages) CHECK(package.find("-dev") == std::string::npos);
 }
 
-TEST_CASE("packaging: .dockerignore keeps build trees, caches and .git out of the context", "[packaging][docker]") {
+TEST_CASE("packaging: .dockerignore keeps build trees, caches and .git out of the context",
+          "[packaging][docker]") {
   const std::string ignore = read_text(testenv::source_dir() + "/.dockerignore");
   std::vector<std::string> rules;
   std::istringstream lines(ignore);
@@ -122,7 +124,8 @@ TEST_CASE("packaging: .dockerignore keeps build trees, caches and .git out of th
   for (auto it = std::sregex_iterator(text.begin(), text.end(), copy); it != std::sregex_iterator(); ++it) {
     std::string source = (*it)[1];
     if (source.rfind("--from", 0) == 0) continue;
-    if (source.back() != '/' && std::filesystem::is_directory(testenv::source_dir() + "/" + source)) source += "/";
+    if (source.back() != '/' && std::filesystem::is_directory(testenv::source_dir() + "/" + source))
+      source += "/";
     INFO("COPY " << source);
     CHECK(std::find(rules.begin(), rules.end(), "!" + source) != rules.end());
   }

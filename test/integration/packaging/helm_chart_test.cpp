@@ -6,8 +6,8 @@
 
 #include <optional>
 
-#include "packaging_support.h"
 #include "../../unit/packaging/rbac_policy.h"
+#include "packaging_support.h"
 
 using namespace myop;
 using namespace myop::packaging;
@@ -20,7 +20,9 @@ std::string chart_folder() { return testenv::source_dir() + "/charts/my-operator
 std::string all_features_values(const std::string& tenant) {
   return "image:\n"
          "  digest: sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n"
-         "watchNamespaces: [" + tenant + "]\n"
+         "watchNamespaces: [" +
+         tenant +
+         "]\n"
          "metrics:\n"
          "  serviceMonitor: {enabled: true, labels: {release: prometheus}}\n"
          "  prometheusRule: {enabled: true}\n"
@@ -30,11 +32,16 @@ std::string all_features_values(const std::string& tenant) {
          "affinity:\n"
          "  nodeAffinity:\n"
          "    requiredDuringSchedulingIgnoredDuringExecution:\n"
-         "      nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/arch, operator: In, values: [amd64, arm64]}]}]\n"
+         "      nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/arch, operator: In, values: "
+         "[amd64, arm64]}]}]\n"
          "extraEnv: [{name: MYOP_LOG_LEVEL, value: debug}]\n"
          "tenants:\n"
-         "  - name: " + tenant + "\n"
-         "    group: " + tenant + "-developers\n"
+         "  - name: " +
+         tenant +
+         "\n"
+         "    group: " +
+         tenant +
+         "-developers\n"
          "    allowDNS: true\n"
          "    quota: {requests.cpu: \"8\", pods: 100}\n"
          "    limitRange: {max: {cpu: \"2\"}}\n";
@@ -72,7 +79,8 @@ bool same_yaml(const YAML::Node& left, const YAML::Node& right) {
 
 }  // namespace
 
-TEST_CASE("packaging: helm lint passes with the default values and with every feature on", "[packaging][helm]") {
+TEST_CASE("packaging: helm lint passes with the default values and with every feature on",
+          "[packaging][helm]") {
   // Against the control plane's version, so the deprecation checks are those of the Kubernetes we run.
   const std::string lint_command =
       helm_binary() + " lint --strict --kube-version " + server_version() + " " + shell_quote(chart_folder());
@@ -99,23 +107,27 @@ TEST_CASE("packaging: helm knows a current Kubernetes without --kube-version", "
 }
 
 TEST_CASE("packaging: values.schema.json refuses values the operator cannot run with", "[packaging][helm]") {
-  for (const std::string& bad : {std::string("--set image.tag=latest"), std::string("--set image.digest=sha256:abc"),
-                                 std::string("--set featureFlags.orphanPolicy=destroy"),
-                                 std::string("--set logging.format=xml"), std::string("--set replicaCount=-1"),
-                                 std::string("--set tenants[0].name=Team_A --set tenants[0].group=g"),
-                                 std::string("--set unknownKey=1")}) {
-    const auto result = testenv::run(helm_binary() + " lint --strict " + shell_quote(chart_folder()) + " " + bad);
+  for (const std::string& bad :
+       {std::string("--set image.tag=latest"), std::string("--set image.digest=sha256:abc"),
+        std::string("--set featureFlags.orphanPolicy=destroy"), std::string("--set logging.format=xml"),
+        std::string("--set replicaCount=-1"),
+        std::string("--set tenants[0].name=Team_A --set tenants[0].group=g"),
+        std::string("--set unknownKey=1")}) {
+    const auto result =
+        testenv::run(helm_binary() + " lint --strict " + shell_quote(chart_folder()) + " " + bad);
     INFO(bad << ": " << result.output);
     CHECK_FALSE(result.ok());
   }
-  const auto no_leader = testenv::run(helm_binary() + " template " + shell_quote(chart_folder()) + " --kube-version " +
-                                      server_version() + " --set replicaCount=2 --set leaderElection.enabled=false");
+  const auto no_leader =
+      testenv::run(helm_binary() + " template " + shell_quote(chart_folder()) + " --kube-version " +
+                   server_version() + " --set replicaCount=2 --set leaderElection.enabled=false");
   INFO(no_leader.output);
   CHECK_FALSE(no_leader.ok());
   CHECK(no_leader.output.find("needs leaderElection.enabled") != std::string::npos);
 }
 
-TEST_CASE("packaging: the API server accepts the chart rendered with the default values", "[packaging][helm]") {
+TEST_CASE("packaging: the API server accepts the chart rendered with the default values",
+          "[packaging][helm]") {
   FixedNamespace system_namespace("my-operator-system");
   const std::string rendered = helm_template("-n my-operator-system");
   const auto objects = yaml_documents(rendered);
@@ -145,15 +157,18 @@ TEST_CASE("packaging: the API server accepts the chart rendered with every featu
   CHECK(result.ok());
 
   SECTION("a field the schemas do not know is refused, so the dry run can fail") {
-    const auto broken = server_dry_run(rendered + "\n---\napiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\n"
+    const auto broken = server_dry_run(rendered +
+                                       "\n---\napiVersion: monitoring.coreos.com/v1\nkind: ServiceMonitor\n"
                                        "metadata: {name: broken, namespace: my-operator-system}\n"
                                        "spec: {selector: {}, endpoints: [{port: metrics, notAField: 1}]}\n");
     CHECK_FALSE(broken.ok());
   }
 }
 
-TEST_CASE("packaging: the rendered RBAC has no wildcard and no cluster-admin binding, and grants exactly what the operator uses",
-          "[packaging][helm][rbac]") {
+TEST_CASE(
+    "packaging: the rendered RBAC has no wildcard and no cluster-admin binding, and grants exactly what the "
+    "operator uses",
+    "[packaging][helm][rbac]") {
   SECTION("watching all namespaces: one ClusterRole") {
     const auto objects = yaml_documents(helm_template("-n my-operator-system"));
     const auto violations = rbac_violations(objects);
@@ -166,7 +181,8 @@ TEST_CASE("packaging: the rendered RBAC has no wildcard and no cluster-admin bin
       CHECK(granted(role) == expected_manager_grants());
     }
     CHECK(found_manager);
-    for (const auto& role : objects_of_kind(objects, "Role")) CHECK(granted(role) == expected_own_namespace_grants());
+    for (const auto& role : objects_of_kind(objects, "Role"))
+      CHECK(granted(role) == expected_own_namespace_grants());
     // Every ClusterRole is one we know, granting exactly what its user needs.
     for (const auto& role : objects_of_kind(objects, "ClusterRole")) {
       const std::string name = role["metadata"]["name"].as<std::string>();
@@ -203,13 +219,16 @@ TEST_CASE("packaging: the rendered RBAC has no wildcard and no cluster-admin bin
   }
 }
 
-TEST_CASE("packaging: metrics.secure renders --metrics-secure, its RBAC and an HTTPS ServiceMonitor, and off none of it",
-          "[packaging][helm][rbac]") {
+TEST_CASE(
+    "packaging: metrics.secure renders --metrics-secure, its RBAC and an HTTPS ServiceMonitor, and off none "
+    "of it",
+    "[packaging][helm][rbac]") {
   // The object, or nullopt.
   auto find = [](const std::vector<YAML::Node>& objects, const std::string& kind,
                  const std::string& name) -> std::optional<YAML::Node> {
     for (const auto& object : objects)
-      if (object["kind"].as<std::string>("") == kind && object["metadata"]["name"].as<std::string>("") == name)
+      if (object["kind"].as<std::string>("") == kind &&
+          object["metadata"]["name"].as<std::string>("") == name)
         return object;
     return std::nullopt;
   };
@@ -223,7 +242,8 @@ TEST_CASE("packaging: metrics.secure renders --metrics-secure, its RBAC and an H
   };
 
   SECTION("secure (the default), self-signed") {
-    const auto objects = yaml_documents(helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true"));
+    const auto objects =
+        yaml_documents(helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true"));
     const auto args = args_of(objects);
     CHECK(args.count("--metrics-secure") == 1);
     CHECK(args.count("--metrics-bind-address=:8443") == 1);
@@ -239,12 +259,14 @@ TEST_CASE("packaging: metrics.secure renders --metrics-secure, its RBAC and an H
     REQUIRE(monitor);
     const YAML::Node endpoint = (*monitor)["spec"]["endpoints"][0];
     CHECK(endpoint["scheme"].as<std::string>("") == "https");
-    CHECK(endpoint["bearerTokenFile"].as<std::string>("") == "/var/run/secrets/kubernetes.io/serviceaccount/token");
+    CHECK(endpoint["bearerTokenFile"].as<std::string>("") ==
+          "/var/run/secrets/kubernetes.io/serviceaccount/token");
     CHECK(endpoint["tlsConfig"]["insecureSkipVerify"].as<bool>(false));
   }
   SECTION("secure with a certificate Secret: mounted, served, verified by the ServiceMonitor") {
-    const auto objects = yaml_documents(helm_template(
-        "-n my-operator-system --set metrics.serviceMonitor.enabled=true --set metrics.certSecret=metrics-tls"));
+    const auto objects =
+        yaml_documents(helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true --set "
+                                     "metrics.certSecret=metrics-tls"));
     CHECK(args_of(objects).count("--metrics-cert-dir=/etc/my-operator/metrics-certs") == 1);
     const auto deployment = find(objects, "Deployment", "my-operator");
     REQUIRE(deployment);
@@ -255,7 +277,8 @@ TEST_CASE("packaging: metrics.secure renders --metrics-secure, its RBAC and an H
     CHECK(mounted);
     bool volume = false;
     for (const auto& item : pod["volumes"])
-      volume = volume || (item["secret"] && item["secret"]["secretName"].as<std::string>("") == "metrics-tls");
+      volume =
+          volume || (item["secret"] && item["secret"]["secretName"].as<std::string>("") == "metrics-tls");
     CHECK(volume);
     const auto monitor = find(objects, "ServiceMonitor", "my-operator");
     REQUIRE(monitor);
@@ -265,8 +288,8 @@ TEST_CASE("packaging: metrics.secure renders --metrics-secure, its RBAC and an H
     CHECK(tls["ca"]["secret"]["name"].as<std::string>("") == "metrics-tls");
   }
   SECTION("not secure: plain HTTP, and no review or reader rights") {
-    const auto objects = yaml_documents(
-        helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true --set metrics.secure=false"));
+    const auto objects = yaml_documents(helm_template(
+        "-n my-operator-system --set metrics.serviceMonitor.enabled=true --set metrics.secure=false"));
     CHECK(args_of(objects).count("--metrics-secure") == 0);
     CHECK_FALSE(find(objects, "ClusterRole", "my-operator-metrics-auth-role"));
     CHECK_FALSE(find(objects, "ClusterRoleBinding", "my-operator-metrics-auth-rolebinding"));
@@ -288,11 +311,13 @@ TEST_CASE("packaging: the rendered CRD is config/crd's, marked keep", "[packagin
 
   const auto not_kept = yaml_documents(
       helm_template("-n my-operator-system --show-only templates/crds.yaml --set crds.keep=false"));
-  CHECK_FALSE(objects_of_kind(not_kept, "CustomResourceDefinition")[0]["metadata"]["annotations"]["helm.sh/resource-policy"]);
+  CHECK_FALSE(objects_of_kind(
+      not_kept, "CustomResourceDefinition")[0]["metadata"]["annotations"]["helm.sh/resource-policy"]);
 }
 
 TEST_CASE("packaging: no selector of the chart relies on app.kubernetes.io/instance", "[packaging][helm]") {
-  const auto objects = yaml_documents(helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true"));
+  const auto objects =
+      yaml_documents(helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true"));
   int selectors = 0;
   for (const auto& object : objects) {
     const YAML::Node spec = object["spec"];

@@ -31,8 +31,9 @@ TEST_CASE("packaging: the installed chart's RBAC is exactly what the operator, t
   const std::string ns = release_namespace.name();
   const std::string tenant = unique_name("pkg-tenant");
   const std::string release = "pkg-install";
-  const std::string values = " --set crds.install=false --set replicaCount=1 --set tenants[0].name=" + tenant +
-                             " --set tenants[0].group=" + tenant + "-developers";
+  const std::string values =
+      " --set crds.install=false --set replicaCount=1 --set tenants[0].name=" + tenant +
+      " --set tenants[0].group=" + tenant + "-developers";
   // The release leaves the CRD out (crds.install=false); kubectl needs it to resolve the
   // myresources resource it asks about.
   testenv::kubectl_or_fail("apply --server-side --force-conflicts -f " + testenv::source_dir() +
@@ -40,8 +41,9 @@ TEST_CASE("packaging: the installed chart's RBAC is exactly what the operator, t
   testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
   ReleaseGuard guard(release, ns, {tenant});
   {
-    const auto installed = helm("install " + release + " " + shell_quote(testenv::source_dir() + "/charts/my-operator") +
-                                " -n " + ns + values);
+    const auto installed =
+        helm("install " + release + " " + shell_quote(testenv::source_dir() + "/charts/my-operator") +
+             " -n " + ns + values);
     INFO(installed.output);
     REQUIRE(installed.ok());
   }
@@ -49,34 +51,40 @@ TEST_CASE("packaging: the installed chart's RBAC is exactly what the operator, t
 
   SECTION("the operator may do what it does in any namespace, and no more") {
     const std::string anywhere = " -n " + other_namespace.name() + " " + operator_account;
-    for (const char* verb : {"list", "watch", "patch"}) CHECK(can(anywhere, std::string(verb) + " myresources.myorg.io"));
+    for (const char* verb : {"list", "watch", "patch"})
+      CHECK(can(anywhere, std::string(verb) + " myresources.myorg.io"));
     CHECK(can(anywhere, "patch myresources.myorg.io --subresource=status"));
     CHECK(can(anywhere, "update myresources.myorg.io --subresource=finalizers"));
     for (const char* verb : {"list", "watch", "create", "patch", "delete"})
       CHECK(can(anywhere, std::string(verb) + " deployments.apps"));
-    for (const char* verb : {"create", "patch"}) CHECK(can(anywhere, std::string(verb) + " events.events.k8s.io"));
+    for (const char* verb : {"create", "patch"})
+      CHECK(can(anywhere, std::string(verb) + " events.events.k8s.io"));
 
     // The operator reads its caches and writes patches: no get or update (hack/e2e.sh proves
     // from the audit log that it never needs them).
-    for (const char* request : {"get myresources.myorg.io", "update myresources.myorg.io", "get deployments.apps",
-                                "update deployments.apps", "update myresources.myorg.io --subresource=status",
-                                "create myresources.myorg.io", "delete myresources.myorg.io", "get secrets",
-                                "list pods", "create pods", "get configmaps", "get leases.coordination.k8s.io",
-                                "delete deployments.apps --all-namespaces=false --subresource=scale",
-                                "create events", "escalate clusterroles.rbac.authorization.k8s.io",
-                                "create rolebindings.rbac.authorization.k8s.io", "delete customresourcedefinitions"}) {
+    for (const char* request :
+         {"get myresources.myorg.io", "update myresources.myorg.io", "get deployments.apps",
+          "update deployments.apps", "update myresources.myorg.io --subresource=status",
+          "create myresources.myorg.io", "delete myresources.myorg.io", "get secrets", "list pods",
+          "create pods", "get configmaps", "get leases.coordination.k8s.io",
+          "delete deployments.apps --all-namespaces=false --subresource=scale", "create events",
+          "escalate clusterroles.rbac.authorization.k8s.io", "create rolebindings.rbac.authorization.k8s.io",
+          "delete customresourcedefinitions"}) {
       INFO(request);
       CHECK_FALSE(can(anywhere, request));
     }
   }
 
-  SECTION("metrics.secure (the default): the operator may ask token and access reviews, a reader may get /metrics") {
+  SECTION(
+      "metrics.secure (the default): the operator may ask token and access reviews, a reader may get "
+      "/metrics") {
     // Cluster-scoped review APIs: the namespace does not matter.
     CHECK(can(operator_account, "create tokenreviews.authentication.k8s.io"));
     CHECK(can(operator_account, "create subjectaccessreviews.authorization.k8s.io"));
-    for (const char* request : {"get tokenreviews.authentication.k8s.io", "list subjectaccessreviews.authorization.k8s.io",
-                                "create localsubjectaccessreviews.authorization.k8s.io -n default",
-                                "get /metrics", "get /debug/pprof/"}) {
+    for (const char* request :
+         {"get tokenreviews.authentication.k8s.io", "list subjectaccessreviews.authorization.k8s.io",
+          "create localsubjectaccessreviews.authorization.k8s.io -n default", "get /metrics",
+          "get /debug/pprof/"}) {
       INFO(request);
       CHECK_FALSE(can(operator_account, request));
     }
@@ -97,7 +105,8 @@ TEST_CASE("packaging: the installed chart's RBAC is exactly what the operator, t
 
   SECTION("in its own namespace it may also hold the Lease and read the feature flags") {
     const std::string here = " -n " + ns + " " + operator_account;
-    for (const char* verb : {"get", "create", "update"}) CHECK(can(here, std::string(verb) + " leases.coordination.k8s.io"));
+    for (const char* verb : {"get", "create", "update"})
+      CHECK(can(here, std::string(verb) + " leases.coordination.k8s.io"));
     for (const char* verb : {"list", "watch"}) CHECK(can(here, std::string(verb) + " configmaps"));
     CHECK_FALSE(can(here, "delete leases.coordination.k8s.io"));
     CHECK_FALSE(can(here, "update configmaps"));
@@ -121,8 +130,9 @@ TEST_CASE("packaging: the installed chart's RBAC is exactly what the operator, t
     // without it even the built-in rules are missing and there is nothing to test.
     if (testenv::kubectl_or_fail("get clusterrole view -o jsonpath='{.rules}'").empty() ||
         testenv::kubectl_or_fail("get clusterrole view -o jsonpath='{.rules}'") == "null") {
-      FAIL("the control plane runs no clusterrole-aggregation controller (the view ClusterRole has no rules), "
-           "so the aggregation of myresource-viewer/editor cannot be checked");
+      FAIL(
+          "the control plane runs no clusterrole-aggregation controller (the view ClusterRole has no rules), "
+          "so the aggregation of myresource-viewer/editor cannot be checked");
     }
     const std::string other = other_namespace.name();
     testenv::kubectl_or_fail("create rolebinding viewers --clusterrole=view --group=viewers -n " + other);

@@ -5,8 +5,8 @@
 // another namespace, and the API server's audit log shows no denied and no cluster-wide request.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <rapidjson/document.h>
+#include <fstream>
 #include <thread>
 
 #include "myresource/operator_process.h"
@@ -27,8 +27,9 @@ bool can(const std::string& who, const std::string& request) {
 // The operator container's arguments in the installed Deployment, less what OperatorProcess sets
 // itself (loopback bind addresses, text logs).
 std::vector<std::string> chart_arguments(const std::string& deployment, const std::string& namespace_) {
-  const std::string json = trimmed(testenv::kubectl_or_fail("get deployment " + deployment + " -n " + namespace_ +
-                                                            " -o jsonpath='{.spec.template.spec.containers[0].args}'"));
+  const std::string json =
+      trimmed(testenv::kubectl_or_fail("get deployment " + deployment + " -n " + namespace_ +
+                                       " -o jsonpath='{.spec.template.spec.containers[0].args}'"));
   rapidjson::Document args;
   const std::string array = json.substr(json.find('['));
   if (args.Parse(array.c_str()).HasParseError() || !args.IsArray()) FAIL("unexpected args: " << json);
@@ -45,13 +46,14 @@ std::vector<std::string> chart_arguments(const std::string& deployment, const st
 
 // A kubeconfig holding only a TokenRequest token of the ServiceAccount.
 std::string service_account_kubeconfig(const std::string& namespace_, const std::string& account) {
-  const std::string output = trimmed(testenv::kubectl_or_fail("create token " + account + " -n " + namespace_ +
-                                                              " --duration=1h"));
+  const std::string output =
+      trimmed(testenv::kubectl_or_fail("create token " + account + " -n " + namespace_ + " --duration=1h"));
   const std::string token = output.substr(output.find_last_of('\n') + 1);
   const std::string path = testenv::binary_dir() + "/testenv/" + namespace_ + "-" + account + ".kubeconfig";
-  std::ofstream(path) << "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \"" << testenv::server_url()
-                      << "\", certificate-authority: \"" << testenv::ca_path() << "\"}}]\nusers: [{name: u, user: {token: \""
-                      << token << "\"}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n";
+  std::ofstream(path) << "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: \""
+                      << testenv::server_url() << "\", certificate-authority: \"" << testenv::ca_path()
+                      << "\"}}]\nusers: [{name: u, user: {token: \"" << token
+                      << "\"}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n";
   return path;
 }
 
@@ -73,9 +75,10 @@ TEST_CASE("packaging: with watchNamespaces the chart grants Roles only, and the 
   testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
   ReleaseGuard guard(release, ns);
   {
-    const auto installed = helm("install " + release + " " + shell_quote(testenv::source_dir() + "/charts/my-operator") +
-                                " -n " + ns + " --set crds.install=false --set replicaCount=0" +
-                                " --set podDisruptionBudget.enabled=false --set watchNamespaces[0]=" + watched.name());
+    const auto installed =
+        helm("install " + release + " " + shell_quote(testenv::source_dir() + "/charts/my-operator") +
+             " -n " + ns + " --set crds.install=false --set replicaCount=0" +
+             " --set podDisruptionBudget.enabled=false --set watchNamespaces[0]=" + watched.name());
     INFO(installed.output);
     REQUIRE(installed.ok());
   }
@@ -97,7 +100,9 @@ TEST_CASE("packaging: with watchNamespaces the chart grants Roles only, and the 
   CHECK(std::find(arguments.begin(), arguments.end(), "--namespaces=" + watched.name()) != arguments.end());
 
   const std::size_t mark = audit_mark();
-  OperatorProcess operator_process({.user = user, .pod_namespace = ns, .extra_args = arguments,
+  OperatorProcess operator_process({.user = user,
+                                    .pod_namespace = ns,
+                                    .extra_args = arguments,
                                     .kubeconfig = service_account_kubeconfig(ns, account)});
   operator_process.start();
 
@@ -120,7 +125,8 @@ TEST_CASE("packaging: with watchNamespaces the chart grants Roles only, and the 
     INFO(entry.describe());
     CHECK(entry.code != 403);
     CHECK(entry.namespace_ != unwatched.name());
-    if (entry.resource == "deployments" || entry.resource == "myresources") CHECK_FALSE(entry.namespace_.empty());
+    if (entry.resource == "deployments" || entry.resource == "myresources")
+      CHECK_FALSE(entry.namespace_.empty());
   }
   operator_process.stop();
   testenv::kubectl("delete myresource outside -n " + unwatched.name() + " --wait=false");

@@ -34,10 +34,12 @@ class AdoptedClusterObjects {
     }
   }
   ~AdoptedClusterObjects() {
-    testenv::kubectl("apply --server-side --force-conflicts -f " + testenv::source_dir() + "/config/crd/myorg.io_myresources.yaml");
+    testenv::kubectl("apply --server-side --force-conflicts -f " + testenv::source_dir() +
+                     "/config/crd/myorg.io_myresources.yaml");
     testenv::kubectl("apply -f " + testenv::source_dir() + "/config/crd/myresources-annotations-policy.yaml");
     for (const std::string& object : kFixedNameObjects) {
-      testenv::kubectl("annotate " + object + " meta.helm.sh/release-name- meta.helm.sh/release-namespace- helm.sh/resource-policy- "
+      testenv::kubectl("annotate " + object +
+                       " meta.helm.sh/release-name- meta.helm.sh/release-namespace- helm.sh/resource-policy- "
                        "argocd.argoproj.io/sync-wave-");
       testenv::kubectl("label " + object + " app.kubernetes.io/managed-by-");
     }
@@ -48,7 +50,8 @@ class AdoptedClusterObjects {
 
 std::string paused_schema() {
   return testenv::kubectl_or_fail(
-      "get crd myresources.myorg.io -o jsonpath='{.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.paused.type}'");
+      "get crd myresources.myorg.io -o "
+      "jsonpath='{.spec.versions[0].schema.openAPIV3Schema.properties.spec.properties.paused.type}'");
 }
 
 std::string paused_resource(const std::string& name) {
@@ -80,9 +83,10 @@ TEST_CASE("packaging: helm upgrade from the previous chart version updates the C
   const auto previous_chart = folder.path() / "my-operator";
   std::filesystem::copy(testenv::source_dir() + "/charts/my-operator", previous_chart,
                         std::filesystem::copy_options::recursive);
-  std::filesystem::copy_file(testenv::source_dir() + "/test/integration/packaging/fixtures/chart-0.0.1/myorg.io_myresources.yaml",
-                             previous_chart / "files/crds/myorg.io_myresources.yaml",
-                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(
+      testenv::source_dir() + "/test/integration/packaging/fixtures/chart-0.0.1/myorg.io_myresources.yaml",
+      previous_chart / "files/crds/myorg.io_myresources.yaml",
+      std::filesystem::copy_options::overwrite_existing);
   std::string chart_yaml = read_text(previous_chart / "Chart.yaml");
   chart_yaml = std::regex_replace(chart_yaml, std::regex("\nversion: [^\n]*"), "\nversion: 0.0.1");
   write_text(previous_chart / "Chart.yaml", chart_yaml);
@@ -98,30 +102,35 @@ TEST_CASE("packaging: helm upgrade from the previous chart version updates the C
   CHECK(paused_schema().empty());
   {
     // The previous CRD does not know spec.paused: strict validation refuses it.
-    const auto refused = testenv::kubectl_apply(paused_resource("before-upgrade"), "-n " + ns + " --validate=strict");
+    const auto refused =
+        testenv::kubectl_apply(paused_resource("before-upgrade"), "-n " + ns + " --validate=strict");
     INFO(refused.output);
     CHECK_FALSE(refused.ok());
     CHECK(refused.output.find("paused") != std::string::npos);
   }
 
   {
-    const auto upgraded = helm("upgrade " + release + " " + shell_quote(testenv::source_dir() + "/charts/my-operator") + common);
+    const auto upgraded = helm("upgrade " + release + " " +
+                               shell_quote(testenv::source_dir() + "/charts/my-operator") + common);
     INFO(upgraded.output);
     REQUIRE(upgraded.ok());
   }
   CHECK(paused_schema() == "boolean");
-  CHECK(testenv::kubectl_or_fail("get crd myresources.myorg.io -o jsonpath='{.metadata.annotations.helm\\.sh/resource-policy}'") ==
+  CHECK(testenv::kubectl_or_fail(
+            "get crd myresources.myorg.io -o jsonpath='{.metadata.annotations.helm\\.sh/resource-policy}'") ==
         "keep");
   const auto history = helm("history " + release + " -n " + ns + " -o yaml");
   CHECK(history.output.find("my-operator-0.0.1") != std::string::npos);
   CHECK(history.output.find("my-operator-0.1.0") != std::string::npos);
 
   {
-    const auto accepted = apply_until_accepted(paused_resource("after-upgrade"), "-n " + ns + " --validate=strict");
+    const auto accepted =
+        apply_until_accepted(paused_resource("after-upgrade"), "-n " + ns + " --validate=strict");
     INFO(accepted.output);
     REQUIRE(accepted.ok());
   }
-  CHECK(testenv::kubectl_or_fail("get myresource after-upgrade -n " + ns + " -o jsonpath='{.spec.paused}'") == "true");
+  CHECK(testenv::kubectl_or_fail("get myresource after-upgrade -n " + ns + " -o jsonpath='{.spec.paused}'") ==
+        "true");
 
   {
     const auto uninstalled = helm("uninstall " + release + " -n " + ns + " --wait");
@@ -130,6 +139,7 @@ TEST_CASE("packaging: helm upgrade from the previous chart version updates the C
   }
   // keep: the CRD, and so the user's objects, survive the uninstall.
   CHECK(testenv::kubectl("get crd myresources.myorg.io").ok());
-  CHECK(testenv::kubectl_or_fail("get myresource after-upgrade -n " + ns + " -o jsonpath='{.spec.paused}'") == "true");
+  CHECK(testenv::kubectl_or_fail("get myresource after-upgrade -n " + ns + " -o jsonpath='{.spec.paused}'") ==
+        "true");
   CHECK_FALSE(testenv::kubectl("get clusterrole " + release + "-my-operator-manager").ok());
 }

@@ -1,8 +1,8 @@
 // `kubectl apply -k config/default` (and config/prometheus) is accepted by the API server.
 #include <catch2/catch.hpp>
 
-#include "packaging_support.h"
 #include "../../unit/packaging/rbac_policy.h"
+#include "packaging_support.h"
 
 using namespace myop;
 using namespace myop::packaging;
@@ -14,8 +14,9 @@ namespace {
 std::string default_kustomization(TemporaryFolder& scratch) {
   const std::filesystem::path config = testenv::source_dir() + "/config";
   if (std::filesystem::exists(config / "crd/kustomization.yaml")) return (config / "default").string();
-  WARN("config/crd/kustomization.yaml is missing, so `kubectl apply -k config/default` fails for users; "
-       "testing a copy of config/ with one");
+  WARN(
+      "config/crd/kustomization.yaml is missing, so `kubectl apply -k config/default` fails for users; "
+      "testing a copy of config/ with one");
   std::filesystem::copy(config, scratch.path() / "config", std::filesystem::copy_options::recursive);
   std::string resources;
   for (const auto& file : yaml_files(config / "crd")) resources += "  - " + file.filename().string() + "\n";
@@ -26,19 +27,21 @@ std::string default_kustomization(TemporaryFolder& scratch) {
 
 }  // namespace
 
-TEST_CASE("packaging: kubectl apply -k config/default --dry-run=server is accepted", "[packaging][kustomize]") {
+TEST_CASE("packaging: kubectl apply -k config/default --dry-run=server is accepted",
+          "[packaging][kustomize]") {
   TemporaryFolder scratch("myop-kustomize");
   const std::string folder = default_kustomization(scratch);
   // Namespaced objects can only be dry-run into a namespace that exists.
   FixedNamespace system_namespace("my-operator-system");
-  const auto result = testenv::kubectl("apply -k " + shell_quote(folder) + " --dry-run=server --validate=strict");
+  const auto result =
+      testenv::kubectl("apply -k " + shell_quote(folder) + " --dry-run=server --validate=strict");
   INFO(result.output);
   CHECK(result.ok());
-  for (const char* object : {"customresourcedefinition.apiextensions.k8s.io/myresources.myorg.io",
-                             "deployment.apps/my-operator", "serviceaccount/my-operator",
-                             "clusterrole.rbac.authorization.k8s.io/my-operator-manager",
-                             "role.rbac.authorization.k8s.io/my-operator-leader-election",
-                             "configmap/my-operator-config", "service/my-operator-metrics"}) {
+  for (const char* object :
+       {"customresourcedefinition.apiextensions.k8s.io/myresources.myorg.io", "deployment.apps/my-operator",
+        "serviceaccount/my-operator", "clusterrole.rbac.authorization.k8s.io/my-operator-manager",
+        "role.rbac.authorization.k8s.io/my-operator-leader-election", "configmap/my-operator-config",
+        "service/my-operator-metrics"}) {
     INFO(object);
     CHECK(result.output.find(object) != std::string::npos);
   }
@@ -48,11 +51,12 @@ TEST_CASE("packaging: kubectl apply -k config/default --dry-run=server is accept
   CHECK(rbac_violations(yaml_documents(built.output)).empty());
 }
 
-TEST_CASE("packaging: kubectl apply -k config/prometheus --dry-run=server is accepted", "[packaging][kustomize]") {
+TEST_CASE("packaging: kubectl apply -k config/prometheus --dry-run=server is accepted",
+          "[packaging][kustomize]") {
   install_prometheus_operator_crds();
   FixedNamespace system_namespace("my-operator-system");
-  const auto result =
-      testenv::kubectl("apply -k " + testenv::source_dir() + "/config/prometheus --dry-run=server --validate=strict");
+  const auto result = testenv::kubectl("apply -k " + testenv::source_dir() +
+                                       "/config/prometheus --dry-run=server --validate=strict");
   INFO(result.output);
   CHECK(result.ok());
   CHECK(result.output.find("servicemonitor.monitoring.coreos.com/my-operator") != std::string::npos);

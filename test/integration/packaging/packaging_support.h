@@ -11,8 +11,8 @@
 #include <thread>
 #include <vector>
 
-#include "support/testenv.h"
 #include "../../unit/packaging/packaging_files.h"
+#include "support/testenv.h"
 
 namespace myop::packaging {
 
@@ -30,7 +30,8 @@ inline std::string trimmed(std::string text) {
 // The helm binary pinned by hack/tools (built by hack/build-tools.sh on first use).
 inline std::string helm_binary() {
   static const std::string binary = [] {
-    const auto result = testenv::run(testenv::source_dir() + "/hack/build-tools.sh --print-bin-dir helm 2>/dev/null");
+    const auto result =
+        testenv::run(testenv::source_dir() + "/hack/build-tools.sh --print-bin-dir helm 2>/dev/null");
     if (!result.ok()) return std::string();
     return trimmed(result.output) + "/helm";
   }();
@@ -40,14 +41,16 @@ inline std::string helm_binary() {
 
 // `helm <args>` against the test cluster.
 inline testenv::CommandResult helm(const std::string& args) {
-  return testenv::run(helm_binary() + " --kubeconfig " + shell_quote(testenv::kubeconfig_path()) + " " + args);
+  return testenv::run(helm_binary() + " --kubeconfig " + shell_quote(testenv::kubeconfig_path()) + " " +
+                      args);
 }
 
 // The API server's version, for `helm template --kube-version`.
 inline std::string server_version() {
   const std::string json = testenv::kubectl_or_fail("version -o json");
   std::smatch match;
-  static const std::regex git_version(R"re("serverVersion"[^}]*"gitVersion":\s*"v?([0-9]+\.[0-9]+\.[0-9]+))re");
+  static const std::regex git_version(
+      R"re("serverVersion"[^}]*"gitVersion":\s*"v?([0-9]+\.[0-9]+\.[0-9]+))re");
   if (!std::regex_search(json, match, git_version)) FAIL("no serverVersion in: " << json);
   return match[1];
 }
@@ -58,8 +61,9 @@ inline std::string helm_template(const std::string& flags, const std::string& ch
   const std::string chart_folder = chart.empty() ? testenv::source_dir() + "/charts/my-operator" : chart;
   TemporaryFolder folder("myop-helm-template");
   const std::string errors = (folder.path() / "stderr").string();
-  const auto result = testenv::run("( " + helm_binary() + " template my-operator " + shell_quote(chart_folder) +
-                                   " --kube-version " + server_version() + " " + flags + " 2>" + shell_quote(errors) + " )");
+  const auto result =
+      testenv::run("( " + helm_binary() + " template my-operator " + shell_quote(chart_folder) +
+                   " --kube-version " + server_version() + " " + flags + " 2>" + shell_quote(errors) + " )");
   INFO("helm template " << flags << ": " << read_text(errors));
   REQUIRE(result.ok());
   return result.output;
@@ -67,7 +71,8 @@ inline std::string helm_template(const std::string& flags, const std::string& ch
 
 // The folder of a Go module version in the module cache (`go mod download`).
 inline std::string go_module_dir(const std::string& module, const std::string& version) {
-  const auto result = testenv::run("cd \"$(mktemp -d)\" && GOFLAGS=-mod=mod go mod download -json " + module + "@" + version);
+  const auto result =
+      testenv::run("cd \"$(mktemp -d)\" && GOFLAGS=-mod=mod go mod download -json " + module + "@" + version);
   std::smatch match;
   static const std::regex dir(R"re("Dir":\s*"([^"]+)")re");
   INFO("go mod download " << module << "@" << version << ": " << result.output);
@@ -78,7 +83,8 @@ inline std::string go_module_dir(const std::string& module, const std::string& v
 // Applies CRD files (server-side: some are too large for the last-applied annotation) and
 // waits until the API server serves each of the resources.
 inline void install_crds(const std::vector<std::string>& files, const std::vector<std::string>& resources) {
-  for (const std::string& file : files) testenv::kubectl_or_fail("apply --server-side --force-conflicts -f " + shell_quote(file));
+  for (const std::string& file : files)
+    testenv::kubectl_or_fail("apply --server-side --force-conflicts -f " + shell_quote(file));
   for (const std::string& resource : resources) {
     bool served = false;
     for (int attempt = 0; attempt < 150 && !served; ++attempt) {
@@ -93,14 +99,16 @@ inline void install_crds(const std::vector<std::string>& files, const std::vecto
 inline void install_prometheus_operator_crds() {
   const std::string folder = go_module_dir(kPrometheusOperatorModule, kPrometheusOperatorVersion) +
                              "/example/prometheus-operator-crd/";
-  install_crds({folder + "monitoring.coreos.com_servicemonitors.yaml", folder + "monitoring.coreos.com_prometheusrules.yaml"},
+  install_crds({folder + "monitoring.coreos.com_servicemonitors.yaml",
+                folder + "monitoring.coreos.com_prometheusrules.yaml"},
                {"servicemonitors.monitoring.coreos.com", "prometheusrules.monitoring.coreos.com"});
 }
 
 inline void install_argocd_crds() {
   const std::string folder = go_module_dir(kArgoCdModule, kArgoCdVersion) + "/manifests/crds/";
-  install_crds({folder + "application-crd.yaml", folder + "applicationset-crd.yaml", folder + "appproject-crd.yaml"},
-               {"applications.argoproj.io", "applicationsets.argoproj.io", "appprojects.argoproj.io"});
+  install_crds(
+      {folder + "application-crd.yaml", folder + "applicationset-crd.yaml", folder + "appproject-crd.yaml"},
+      {"applications.argoproj.io", "applicationsets.argoproj.io", "appprojects.argoproj.io"});
 }
 
 // A namespace with a fixed name (the manifests name it), created when missing and left in
@@ -126,10 +134,13 @@ class FixedNamespace {
 class ReleaseGuard {
  public:
   ReleaseGuard(std::string release, std::string namespace_name, std::vector<std::string> also_delete = {})
-      : release_(std::move(release)), namespace_(std::move(namespace_name)), also_delete_(std::move(also_delete)) {}
+      : release_(std::move(release)),
+        namespace_(std::move(namespace_name)),
+        also_delete_(std::move(also_delete)) {}
   ~ReleaseGuard() {
     helm("uninstall " + release_ + " -n " + namespace_ + " --ignore-not-found --wait --timeout 60s");
-    for (const std::string& name : also_delete_) testenv::kubectl("delete namespace " + name + " --ignore-not-found --wait=false");
+    for (const std::string& name : also_delete_)
+      testenv::kubectl("delete namespace " + name + " --ignore-not-found --wait=false");
   }
   ReleaseGuard(const ReleaseGuard&) = delete;
   ReleaseGuard& operator=(const ReleaseGuard&) = delete;

@@ -13,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "support/testenv.h"
 #include "../../unit/packaging/packaging_files.h"
+#include "support/testenv.h"
 
 namespace myop::policy {
 

@@ -85,7 +85,8 @@ InformerOptions options_for(const std::string& namespace_name) {
 
 }  // namespace
 
-TEST_CASE("informer over 2,000 objects equals a fresh LIST through restarts and a 410", "[runtime][informer]") {
+TEST_CASE("informer over 2,000 objects equals a fresh LIST through restarts and a 410",
+          "[runtime][informer]") {
   testenv::ScopedNamespace ns("rt-informer");
   auto client = admin_client();
   create_config_maps(*client, ns.name(), 2000, "cm-");
@@ -98,8 +99,8 @@ TEST_CASE("informer over 2,000 objects equals a fresh LIST through restarts and 
   options.watcher.on_error = [&](const kube::Error& error, std::chrono::milliseconds) {
     if (kube::is_gone(error)) ++gone_errors;
   };
-  Informer informer(kube::make_client_watch_source(informer_client, kube::resources::config_maps(), ns.name()),
-                    options);
+  Informer informer(
+      kube::make_client_watch_source(informer_client, kube::resources::config_maps(), ns.name()), options);
   Recorder recorder;
   recorder.attach(informer);
   informer.start();
@@ -139,7 +140,9 @@ TEST_CASE("informer over 2,000 objects equals a fresh LIST through restarts and 
     testenv::restart_apiserver();
     testenv::kubectl_or_fail("delete configmap cm-10 cm-11 cm-12 -n " + ns.name());
     testenv::kubectl_or_fail("label configmap cm-13 changed=before-compaction -n " + ns.name());
-    for (int i = 0; i < 50; ++i) testenv::kubectl_or_fail("label configmap cm-20 round=" + std::to_string(i) + " --overwrite -n " + ns.name());
+    for (int i = 0; i < 50; ++i)
+      testenv::kubectl_or_fail("label configmap cm-20 round=" + std::to_string(i) + " --overwrite -n " +
+                               ns.name());
     testenv::compact_etcd();
     testenv::restart_apiserver();
     transport->reconnect();
@@ -151,8 +154,8 @@ TEST_CASE("informer over 2,000 objects equals a fresh LIST through restarts and 
 
   SECTION("deletes made while the informer was not watching are delivered as deletes") {
     informer.stop();
-    testenv::kubectl_or_fail("delete configmap -l set=bulk --field-selector metadata.name!=cm-0 -n " + ns.name() +
-                             " --wait=false");
+    testenv::kubectl_or_fail("delete configmap -l set=bulk --field-selector metadata.name!=cm-0 -n " +
+                             ns.name() + " --wait=false");
     REQUIRE(eventually([&] { return fresh_list(*client, ns.name()).size() <= 2; }));
     informer.start();
     CHECK(eventually([&] { return cached(informer) == fresh_list(*client, ns.name()); }));
@@ -176,7 +179,8 @@ TEST_CASE("read-your-own-writes: the cache has the write's result before the wat
     auto before = informer.cache().get({ns.name(), "ryow-0"});
     REQUIRE(before);
     const std::string patch = R"({"data":{"round":")" + std::to_string(round) + R"("}})";
-    auto written = client->patch(kube::resources::config_maps(), ns.name(), "ryow-0", kube::PatchType::Merge, patch);
+    auto written =
+        client->patch(kube::resources::config_maps(), ns.name(), "ryow-0", kube::PatchType::Merge, patch);
     REQUIRE(written);
     informer.observe_write(written.value(), before->resource_version());
     // Immediately, without waiting for the watch: the cache is at least as new as our write.

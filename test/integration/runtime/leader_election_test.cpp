@@ -24,7 +24,8 @@ LeaderElectionOptions options_for(const std::string& namespace_name, const std::
 }
 
 std::string lease_holder(const std::string& namespace_name) {
-  return testenv::kubectl("get lease rt-test-lease -n " + namespace_name + " -o jsonpath={.spec.holderIdentity}")
+  return testenv::kubectl("get lease rt-test-lease -n " + namespace_name +
+                          " -o jsonpath={.spec.holderIdentity}")
       .output;
 }
 
@@ -42,7 +43,8 @@ TEST_CASE("two candidates: exactly one leads, release hands over within 3 s", "[
   std::stop_source stop_first;
   std::stop_source stop_second;
   auto first_leads = std::async(std::launch::async, [&] { return first->acquire(stop_first.get_token()); });
-  auto second_leads = std::async(std::launch::async, [&] { return second->acquire(stop_second.get_token()); });
+  auto second_leads =
+      std::async(std::launch::async, [&] { return second->acquire(stop_second.get_token()); });
   REQUIRE(eventually([&] { return first->is_leader() || second->is_leader(); }, 30s));
   // Several renew periods later there is still exactly one.
   std::this_thread::sleep_for(5s);

@@ -124,7 +124,8 @@ TEST_CASE("probes, metrics and a throwing reconciler on the real control plane",
     INFO(name);
     CHECK_THAT(metrics.body, Catch::Contains(std::string("# TYPE ") + name + " "));
   }
-  CHECK_THAT(metrics.body, Catch::Contains("controller_runtime_reconcile_panics_total{controller=\"configmap\"}"));
+  CHECK_THAT(metrics.body,
+             Catch::Contains("controller_runtime_reconcile_panics_total{controller=\"configmap\"}"));
   stop.request_stop();
   CHECK(exit_code.get() == 0);
 }

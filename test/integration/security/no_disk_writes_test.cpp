@@ -35,9 +35,10 @@ std::vector<std::string> disk_writes(const std::string& trace_path, std::size_t&
     if (std::regex_search(line, match, kOpen)) {
       ++syscalls;
       const std::string rest = match[3];
-      const bool writing = rest.find("O_WRONLY") != std::string::npos || rest.find("O_RDWR") != std::string::npos ||
-                           rest.find("O_CREAT") != std::string::npos || rest.find("O_TRUNC") != std::string::npos ||
-                           match[1] == "creat";
+      const bool writing = rest.find("O_WRONLY") != std::string::npos ||
+                           rest.find("O_RDWR") != std::string::npos ||
+                           rest.find("O_CREAT") != std::string::npos ||
+                           rest.find("O_TRUNC") != std::string::npos || match[1] == "creat";
       if (writing && !harmless(match[2])) writes.push_back(line);
     } else if (std::regex_search(line, match, kChange)) {
       ++syscalls;
@@ -49,7 +50,8 @@ std::vector<std::string> disk_writes(const std::string& trace_path, std::size_t&
 
 }  // namespace
 
-TEST_CASE("security: the operator writes nothing to disk (read-only root filesystem)", "[security][readonly]") {
+TEST_CASE("security: the operator writes nothing to disk (read-only root filesystem)",
+          "[security][readonly]") {
   const auto found = testenv::run("command -v strace");
   if (!found.ok()) FAIL("strace is not installed (hack/install-deps.sh installs it)");
   const std::string strace = found.output.substr(0, found.output.find('\n'));
@@ -67,7 +69,8 @@ TEST_CASE("security: the operator writes nothing to disk (read-only root filesys
     CHECK(eventually([&] { return myresource_ready(ns.name(), "web"); }, 120s));
     testenv::kubectl_or_fail("patch myresource web -n " + ns.name() +
                              " --type merge -p '{\"spec\":{\"image\":\"nginx:1.27.2\"}}'");
-    CHECK(eventually([&] { return jsonpath("myresource", ns.name(), "web", "{.status.image}") == "nginx:1.27.2"; }, 120s));
+    CHECK(eventually(
+        [&] { return jsonpath("myresource", ns.name(), "web", "{.status.image}") == "nginx:1.27.2"; }, 120s));
     testenv::kubectl_or_fail("delete myresource web -n " + ns.name() + " --timeout=60s");
     INFO("operator log:\n" << operator_process.log_tail());
     operator_process.stop();

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <sys/wait.h>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -9,7 +10,6 @@
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <sys/wait.h>
 
 namespace myop::testenv {
 namespace {
@@ -29,8 +29,10 @@ std::string testenv_state() {
 std::string quote(const std::string& text) {
   std::string quoted = "'";
   for (char c : text) {
-    if (c == '\'') quoted += "'\\''";
-    else quoted += c;
+    if (c == '\'')
+      quoted += "'\\''";
+    else
+      quoted += c;
   }
   return quoted + "'";
 }
@@ -72,8 +74,9 @@ std::string kubeconfig_path() {
   if (!state.empty()) {
     std::string path = read_first_line(state + "/kubeconfig-path");
     if (!path.empty()) return path;
-    FAIL("no control plane: " << state << "/kubeconfig-path is missing; run the integration tests through ctest "
-                                         "(its controlplane fixture starts one) or set KUBECONFIG");
+    FAIL("no control plane: " << state
+                              << "/kubeconfig-path is missing; run the integration tests through ctest "
+                                 "(its controlplane fixture starts one) or set KUBECONFIG");
   }
   const char* kubeconfig = std::getenv("KUBECONFIG");
   if (kubeconfig && *kubeconfig) return kubeconfig;
@@ -93,7 +96,8 @@ std::string kubectl_or_fail(const std::string& args) {
 
 CommandResult kubectl_apply(const std::string& manifest, const std::string& extra_args) {
   const std::string file = binary_dir() + "/testenv/manifest-" + std::to_string(::getpid()) + "-" +
-                           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + ".yaml";
+                           std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) +
+                           ".yaml";
   { std::ofstream(file) << manifest; }
   CommandResult result = kubectl("apply -f " + quote(file) + " " + extra_args);
   std::remove(file.c_str());
@@ -121,8 +125,9 @@ bool owns_control_plane() {
 
 std::string state_dir() {
   if (!owns_control_plane())
-    FAIL("this test stops or inspects control-plane processes, so it needs the control plane the ctest "
-         "fixture starts (unset KUBECONFIG)");
+    FAIL(
+        "this test stops or inspects control-plane processes, so it needs the control plane the ctest "
+        "fixture starts (unset KUBECONFIG)");
   return read_first_line(testenv_state() + "/controlplane-dir");
 }
 

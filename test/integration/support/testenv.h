@@ -73,7 +73,8 @@ struct ClientCertificate {
   std::string certificate_path;
   std::string key_path;
 };
-ClientCertificate issue_client_certificate(const std::string& user, const std::vector<std::string>& groups = {});
+ClientCertificate issue_client_certificate(const std::string& user,
+                                           const std::vector<std::string>& groups = {});
 
 // A kubeconfig for a new client-certificate user (no RBAC rights unless granted).
 std::string kubeconfig_for_user(const std::string& user, const std::vector<std::string>& groups = {});

@@ -51,7 +51,8 @@ std::string query_value(const Request& request, const std::string& name) {
 TEST_CASE("verbs map onto methods, paths, content types and query parameters", "[kube][client]") {
   auto transport = std::make_shared<RecordingTransport>();
   Client client(transport, "my-operator");
-  const auto object = parse(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","resourceVersion":"7"}})");
+  const auto object =
+      parse(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","resourceVersion":"7"}})");
 
   SECTION("create") {
     REQUIRE(client.create(resources::config_maps(), "ns", object).ok());
@@ -137,7 +138,8 @@ TEST_CASE("verbs map onto methods, paths, content types and query parameters", "
 TEST_CASE("non-2xx answers become typed errors", "[kube][client]") {
   auto transport = std::make_shared<RecordingTransport>();
   Client client(transport);
-  transport->answers.push_back(Response{404, R"({"kind":"Status","reason":"NotFound","message":"configmaps \"x\" not found","code":404})", ""});
+  transport->answers.push_back(Response{
+      404, R"({"kind":"Status","reason":"NotFound","message":"configmaps \"x\" not found","code":404})", ""});
   auto result = client.get(resources::config_maps(), "ns", "x");
   REQUIRE_FALSE(result.ok());
   CHECK(is_not_found(result.error()));
@@ -151,7 +153,8 @@ TEST_CASE("non-2xx answers become typed errors", "[kube][client]") {
   CHECK(is_transport(broken.error()));
 }
 
-TEST_CASE("list_all joins pages and falls back to a full list when the continue token expires", "[kube][client]") {
+TEST_CASE("list_all joins pages and falls back to a full list when the continue token expires",
+          "[kube][client]") {
   auto transport = std::make_shared<RecordingTransport>();
   Client client(transport);
   ListOptions options;
@@ -159,8 +162,10 @@ TEST_CASE("list_all joins pages and falls back to a full list when the continue 
   options.resource_version = "0";
 
   SECTION("pages are joined in order") {
-    transport->answers.push_back(Response{200, R"({"items":[{"n":1},{"n":2}],"metadata":{"continue":"c1","resourceVersion":"10"}})", ""});
-    transport->answers.push_back(Response{200, R"({"items":[{"n":3}],"metadata":{"resourceVersion":"10"}})", ""});
+    transport->answers.push_back(Response{
+        200, R"({"items":[{"n":1},{"n":2}],"metadata":{"continue":"c1","resourceVersion":"10"}})", ""});
+    transport->answers.push_back(
+        Response{200, R"({"items":[{"n":3}],"metadata":{"resourceVersion":"10"}})", ""});
     auto all = client.list_all(resources::config_maps(), "ns", options);
     REQUIRE(all.ok());
     REQUIRE(all.value()["items"].Size() == 3);
@@ -171,9 +176,11 @@ TEST_CASE("list_all joins pages and falls back to a full list when the continue 
     CHECK(query_value(transport->requests[1], "resourceVersion") == "<absent>");
   }
   SECTION("410 in the middle restarts without a limit") {
-    transport->answers.push_back(Response{200, R"({"items":[{"n":1},{"n":2}],"metadata":{"continue":"c1"}})", ""});
+    transport->answers.push_back(
+        Response{200, R"({"items":[{"n":1},{"n":2}],"metadata":{"continue":"c1"}})", ""});
     transport->answers.push_back(Response{410, R"({"kind":"Status","reason":"Expired","code":410})", ""});
-    transport->answers.push_back(Response{200, R"({"items":[{"n":1},{"n":2},{"n":3},{"n":4}],"metadata":{}})", ""});
+    transport->answers.push_back(
+        Response{200, R"({"items":[{"n":1},{"n":2},{"n":3},{"n":4}],"metadata":{}})", ""});
     auto all = client.list_all(resources::config_maps(), "ns", options);
     REQUIRE(all.ok());
     CHECK(all.value()["items"].Size() == 4);

@@ -22,8 +22,8 @@ std::string base64(const std::string& data) {
   std::string out;
   std::size_t i = 0;
   for (; i + 2 < data.size(); i += 3) {
-    unsigned n = (static_cast<unsigned char>(data[i]) << 16) | (static_cast<unsigned char>(data[i + 1]) << 8) |
-                 static_cast<unsigned char>(data[i + 2]);
+    unsigned n = (static_cast<unsigned char>(data[i]) << 16) |
+                 (static_cast<unsigned char>(data[i + 1]) << 8) | static_cast<unsigned char>(data[i + 2]);
     out += {alphabet[(n >> 18) & 63], alphabet[(n >> 12) & 63], alphabet[(n >> 6) & 63], alphabet[n & 63]};
   }
   if (i < data.size()) {
@@ -72,27 +72,37 @@ ConfigSearch isolated(const TempDir& dir) {
   return search;
 }
 
-std::string token_kubeconfig(const std::string& context, const std::string& server, const std::string& token) {
+std::string token_kubeconfig(const std::string& context, const std::string& server,
+                             const std::string& token) {
   return "apiVersion: v1\nkind: Config\ncurrent-context: " + context + "\nclusters:\n- name: " + context +
-         "-cluster\n  cluster:\n    server: " + server + "\n    certificate-authority-data: " + base64(kCaPem) +
-         "\nusers:\n- name: " + context + "-user\n  user:\n    token: " + token + "\ncontexts:\n- name: " + context +
-         "\n  context:\n    cluster: " + context + "-cluster\n    user: " + context + "-user\n    namespace: ns-" +
-         context + "\n";
+         "-cluster\n  cluster:\n    server: " + server +
+         "\n    certificate-authority-data: " + base64(kCaPem) + "\nusers:\n- name: " + context +
+         "-user\n  user:\n    token: " + token + "\ncontexts:\n- name: " + context +
+         "\n  context:\n    cluster: " + context + "-cluster\n    user: " + context +
+         "-user\n    namespace: ns-" + context + "\n";
 }
 
 }  // namespace
 
-TEST_CASE("a kubeconfig with certificate data, client certificate data and a context resolves", "[kube][config]") {
+TEST_CASE("a kubeconfig with certificate data, client certificate data and a context resolves",
+          "[kube][config]") {
   TempDir dir;
-  const std::string file = dir.write("config", "apiVersion: v1\nkind: Config\ncurrent-context: dev\nclusters:\n"
-                                               "- name: c\n  cluster:\n    server: https://10.0.0.1:6443/\n"
-                                               "    certificate-authority-data: " + base64(kCaPem) + "\n"
-                                               "    tls-server-name: kubernetes.default.svc\n"
-                                               "users:\n- name: u\n  user:\n"
-                                               "    client-certificate-data: " + base64(kCaPem) + "\n"
-                                               "    client-key-data: " + base64(kKeyPem) + "\n"
-                                               "contexts:\n- name: dev\n  context:\n    cluster: c\n    user: u\n"
-                                               "    namespace: team-a\n");
+  const std::string file = dir.write("config",
+                                     "apiVersion: v1\nkind: Config\ncurrent-context: dev\nclusters:\n"
+                                     "- name: c\n  cluster:\n    server: https://10.0.0.1:6443/\n"
+                                     "    certificate-authority-data: " +
+                                         base64(kCaPem) +
+                                         "\n"
+                                         "    tls-server-name: kubernetes.default.svc\n"
+                                         "users:\n- name: u\n  user:\n"
+                                         "    client-certificate-data: " +
+                                         base64(kCaPem) +
+                                         "\n"
+                                         "    client-key-data: " +
+                                         base64(kKeyPem) +
+                                         "\n"
+                                         "contexts:\n- name: dev\n  context:\n    cluster: c\n    user: u\n"
+                                         "    namespace: team-a\n");
   auto search = isolated(dir);
   search.kubeconfig_path = file;
   auto config = myop::kube::load_client_config(search);
@@ -113,12 +123,13 @@ TEST_CASE("certificate and key files are read relative to the kubeconfig's direc
   dir.write("sub/client.crt", kCaPem);
   dir.write("sub/client.key", kKeyPem);
   dir.write("sub/token", "  file-token \n");
-  const std::string file = dir.write("sub/config", "clusters:\n- name: c\n  cluster:\n    server: https://h:1\n"
-                                                   "    certificate-authority: ca.crt\n"
-                                                   "users:\n- name: u\n  user:\n    client-certificate: client.crt\n"
-                                                   "    client-key: client.key\n    tokenFile: token\n"
-                                                   "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
-                                                   "current-context: x\n");
+  const std::string file = dir.write("sub/config",
+                                     "clusters:\n- name: c\n  cluster:\n    server: https://h:1\n"
+                                     "    certificate-authority: ca.crt\n"
+                                     "users:\n- name: u\n  user:\n    client-certificate: client.crt\n"
+                                     "    client-key: client.key\n    tokenFile: token\n"
+                                     "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+                                     "current-context: x\n");
   auto search = isolated(dir);
   search.kubeconfig_path = file;
   auto config = myop::kube::load_client_config(search);
@@ -136,14 +147,16 @@ TEST_CASE("KUBECONFIG files merge with client-go's first-wins rules", "[kube][co
   std::string first = token_kubeconfig("a", "https://first:1", "token-a-first");
   first.replace(first.find("current-context: a\n"), std::string("current-context: a\n").size(), "");
   const std::string first_file = dir.write("first.yaml", first);
-  std::string second = token_kubeconfig("a", "https://second:1", "token-a-second") +
-                       "";  // context a again, then b below
+  std::string second =
+      token_kubeconfig("a", "https://second:1", "token-a-second") + "";  // context a again, then b below
   const std::string second_file = dir.write("second.yaml", second);
   const std::string third_file = dir.write("third.yaml", token_kubeconfig("b", "https://third:1", "token-b"));
 
   auto search = isolated(dir);
   search.kubeconfig_env = first_file + ":" + dir.path("missing.yaml") + ":" + second_file + "::" + third_file;
-  SECTION("current-context comes from the first file that sets one, entries from the first file that names them") {
+  SECTION(
+      "current-context comes from the first file that sets one, entries from the first file that names "
+      "them") {
     auto config = myop::kube::load_client_config(search);
     REQUIRE(config.ok());
     CHECK(config->context_name == "a");  // second.yaml sets current-context a first
@@ -293,9 +306,10 @@ TEST_CASE("a bare exec command name is looked up in PATH, not next to the kubeco
 
 TEST_CASE("insecure-skip-tls-verify is refused unless explicitly allowed", "[kube][config]") {
   TempDir dir;
-  const std::string file = dir.write("config", "clusters:\n- name: c\n  cluster:\n    server: https://h:1\n"
-                                               "    insecure-skip-tls-verify: true\n"
-                                               "contexts:\n- name: x\n  context: {cluster: c}\ncurrent-context: x\n");
+  const std::string file = dir.write("config",
+                                     "clusters:\n- name: c\n  cluster:\n    server: https://h:1\n"
+                                     "    insecure-skip-tls-verify: true\n"
+                                     "contexts:\n- name: x\n  context: {cluster: c}\ncurrent-context: x\n");
   auto search = isolated(dir);
   search.kubeconfig_path = file;
   auto refused = myop::kube::load_client_config(search);
@@ -325,7 +339,8 @@ TEST_CASE("malformed kubeconfigs name the file and the field", "[kube][config]")
       {"not YAML", "clusters: [\n", "line", "not valid YAML"},
       {"top level is a list", "- a\n- b\n", "", "must be a map"},
       {"clusters is a map", "clusters:\n  c: {}\n", "clusters", "must be a list"},
-      {"cluster without name", "clusters:\n- cluster: {server: https://h:1}\n", "clusters[0].name", "is missing"},
+      {"cluster without name", "clusters:\n- cluster: {server: https://h:1}\n", "clusters[0].name",
+       "is missing"},
       {"server is a list", "clusters:\n- name: c\n  cluster:\n    server: [a]\n",
        "clusters[0] (name \"c\").cluster.server", "must be a string"},
       {"bad base64", "clusters:\n- name: c\n  cluster:\n    certificate-authority-data: '!!notbase64'\n",
@@ -337,18 +352,22 @@ TEST_CASE("malformed kubeconfigs name the file and the field", "[kube][config]")
       {"exec without apiVersion", "users:\n- name: u\n  user:\n    exec:\n      command: x\n",
        "users[0] (name \"u\").user.exec.apiVersion", "is missing"},
       {"exec with removed v1alpha1",
-       "users:\n- name: u\n  user:\n    exec:\n      command: x\n      apiVersion: client.authentication.k8s.io/v1alpha1\n",
+       "users:\n- name: u\n  user:\n    exec:\n      command: x\n      apiVersion: "
+       "client.authentication.k8s.io/v1alpha1\n",
        "users[0] (name \"u\").user.exec.apiVersion", "not supported"},
       {"exec args not a list",
-       "users:\n- name: u\n  user:\n    exec:\n      command: x\n      apiVersion: client.authentication.k8s.io/v1\n"
+       "users:\n- name: u\n  user:\n    exec:\n      command: x\n      apiVersion: "
+       "client.authentication.k8s.io/v1\n"
        "      args: abc\n",
        "users[0] (name \"u\").user.exec.args", "must be a list"},
       {"exec env entry without name",
-       "users:\n- name: u\n  user:\n    exec:\n      command: x\n      apiVersion: client.authentication.k8s.io/v1\n"
+       "users:\n- name: u\n  user:\n    exec:\n      command: x\n      apiVersion: "
+       "client.authentication.k8s.io/v1\n"
        "      env:\n      - value: y\n",
        "users[0] (name \"u\").user.exec.env[0].name", "is missing"},
       {"exec interactive Always",
-       "users:\n- name: u\n  user:\n    exec:\n      command: x\n      apiVersion: client.authentication.k8s.io/v1\n"
+       "users:\n- name: u\n  user:\n    exec:\n      command: x\n      apiVersion: "
+       "client.authentication.k8s.io/v1\n"
        "      interactiveMode: Always\n",
        "users[0] (name \"u\").user.exec.interactiveMode", "terminal"},
       {"context missing its body", "contexts:\n- name: x\n  context: 5\n", "contexts[0] (name \"x\").context",
@@ -391,25 +410,29 @@ TEST_CASE("resolution problems name the file and the field", "[kube][config]") {
         std::string::npos);
   CHECK(resolve_error("clusters:\n- name: c\n  cluster:\n    server: http://h:1\n" + context)
             .find("clusters[name=c].cluster.server") != std::string::npos);
-  CHECK(resolve_error("clusters:\n- name: c\n  cluster: {}\n" + context).find("clusters[name=c].cluster.server: is missing") !=
-        std::string::npos);
+  CHECK(resolve_error("clusters:\n- name: c\n  cluster: {}\n" + context)
+            .find("clusters[name=c].cluster.server: is missing") != std::string::npos);
   CHECK(resolve_error("clusters:\n- name: c\n  cluster:\n    server: https://h:1\n    certificate-authority: "
-                      "/nonexistent/ca.crt\n" + context)
+                      "/nonexistent/ca.crt\n" +
+                      context)
             .find("clusters[name=c].cluster.certificate-authority: cannot read /nonexistent/ca.crt") !=
         std::string::npos);
-  CHECK(resolve_error("clusters:\n- name: c\n  cluster:\n    server: https://h:1\n    certificate-authority-data: " +
-                      base64("not a pem") + "\n" + context)
+  CHECK(resolve_error(
+            "clusters:\n- name: c\n  cluster:\n    server: https://h:1\n    certificate-authority-data: " +
+            base64("not a pem") + "\n" + context)
             .find("certificate-authority-data: does not contain a PEM certificate") != std::string::npos);
-  CHECK(resolve_error(cluster + "users:\n- name: u\n  user:\n    client-certificate-data: " + base64(kCaPem) + "\n" +
-                      context)
+  CHECK(resolve_error(cluster + "users:\n- name: u\n  user:\n    client-certificate-data: " + base64(kCaPem) +
+                      "\n" + context)
             .find("users[name=u].user.client-key-data: is missing") != std::string::npos);
   CHECK(resolve_error(cluster + "users:\n- name: u\n  user:\n    client-certificate-data: " + base64(kCaPem) +
                       "\n    client-key-data: " + base64(kCaPem) + "\n" + context)
             .find("client-key-data: does not contain a PEM private key") != std::string::npos);
-  CHECK(resolve_error(cluster + "users:\n- name: u\n  user:\n    username: admin\n    password: x\n" + context)
-            .find("users[name=u].user.username: basic authentication is not supported") != std::string::npos);
-  CHECK(resolve_error(cluster + "users:\n- name: u\n  user:\n    auth-provider:\n      name: oidc\n" + context)
-            .find("auth-provider") != std::string::npos);
+  CHECK(
+      resolve_error(cluster + "users:\n- name: u\n  user:\n    username: admin\n    password: x\n" + context)
+          .find("users[name=u].user.username: basic authentication is not supported") != std::string::npos);
+  CHECK(
+      resolve_error(cluster + "users:\n- name: u\n  user:\n    auth-provider:\n      name: oidc\n" + context)
+          .find("auth-provider") != std::string::npos);
 }
 
 TEST_CASE("a file in KUBECONFIG that exists but is broken stops the search", "[kube][config]") {

@@ -22,7 +22,8 @@ std::string temp_file(const std::string& content) {
 std::string exec_credential(const std::string& token, const std::string& expiry = "") {
   std::string status = R"("token":")" + token + "\"";
   if (!expiry.empty()) status += R"(,"expirationTimestamp":")" + expiry + "\"";
-  return R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{)" + status + "}}";
+  return R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{)" + status +
+         "}}";
 }
 
 std::string rfc3339(std::chrono::system_clock::time_point time) {
@@ -36,7 +37,8 @@ std::string rfc3339(std::chrono::system_clock::time_point time) {
 
 }  // namespace
 
-TEST_CASE("a token file is re-read after the refresh interval and its last good token kept", "[kube][credentials]") {
+TEST_CASE("a token file is re-read after the refresh interval and its last good token kept",
+          "[kube][credentials]") {
   const std::string path = temp_file("first-token\n");
   TokenFileCredentialSource::Clock::time_point now{};
   TokenFileCredentialSource source(path, {}, 60s, [&] { return now; });
@@ -72,7 +74,8 @@ TEST_CASE("a token file is re-read after the refresh interval and its last good 
   fs::remove(path);
 }
 
-TEST_CASE("a token file that cannot be read at first is an Unauthorized error naming it", "[kube][credentials]") {
+TEST_CASE("a token file that cannot be read at first is an Unauthorized error naming it",
+          "[kube][credentials]") {
   TokenFileCredentialSource source("/nonexistent/token");
   auto credential = source.current();
   REQUIRE_FALSE(credential.ok());
@@ -111,10 +114,12 @@ TEST_CASE("bad ExecCredential output names the plugin and the problem", "[kube][
     return parsed.error().message;
   };
   CHECK(message_of("not json").find("not a JSON ExecCredential") != std::string::npos);
-  CHECK(message_of(R"({"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"x"}})")
-            .find("apiVersion") != std::string::npos);
-  CHECK(message_of(R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential"})").find("without status") !=
-        std::string::npos);
+  CHECK(
+      message_of(
+          R"({"apiVersion":"client.authentication.k8s.io/v1beta1","kind":"ExecCredential","status":{"token":"x"}})")
+          .find("apiVersion") != std::string::npos);
+  CHECK(message_of(R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential"})")
+            .find("without status") != std::string::npos);
   CHECK(message_of(R"({"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{}})")
             .find("neither") != std::string::npos);
   CHECK(message_of(exec_credential("x", "yesterday")).find("RFC 3339") != std::string::npos);
@@ -182,7 +187,8 @@ TEST_CASE("the exec plugin runs again near expiry and after a 401, not before", 
   }
 }
 
-TEST_CASE("run_process captures output, exit code and environment, and enforces its timeout", "[kube][credentials]") {
+TEST_CASE("run_process captures output, exit code and environment, and enforces its timeout",
+          "[kube][credentials]") {
   auto output = run_process({"/bin/sh", "-c", "echo out:$MYOP_TEST_VARIABLE; echo err >&2; exit 3"},
                             {{"MYOP_TEST_VARIABLE", "value"}}, 5s);
   REQUIRE(output.ok());

@@ -24,7 +24,8 @@ TEST_CASE("a Conflict Status body becomes a Conflict error with the server's mes
 
 TEST_CASE("AlreadyExists is told apart from Conflict although both are 409", "[kube][errors]") {
   Error error = myop::kube::error_from_response(
-      409, R"json({"kind":"Status","status":"Failure","reason":"AlreadyExists","message":"configmaps \"a\" already exists","code":409})json");
+      409,
+      R"json({"kind":"Status","status":"Failure","reason":"AlreadyExists","message":"configmaps \"a\" already exists","code":409})json");
   CHECK(error.reason == Reason::AlreadyExists);
 }
 
@@ -46,17 +47,20 @@ TEST_CASE("Invalid keeps every cause with its field", "[kube][errors]") {
 
 TEST_CASE("Expired and Gone both mean relist", "[kube][errors]") {
   Error expired = myop::kube::error_from_response(
-      410, R"json({"kind":"Status","status":"Failure","reason":"Expired","message":"too old resource version: 1 (200)","code":410})json");
+      410,
+      R"json({"kind":"Status","status":"Failure","reason":"Expired","message":"too old resource version: 1 (200)","code":410})json");
   CHECK(expired.reason == Reason::Gone);
   CHECK(expired.status_reason == "Expired");
   CHECK(expired.message.find("list again") != std::string::npos);
-  Error gone = myop::kube::error_from_response(410, R"json({"kind":"Status","reason":"Gone","code":410})json");
+  Error gone =
+      myop::kube::error_from_response(410, R"json({"kind":"Status","reason":"Gone","code":410})json");
   CHECK(myop::kube::is_gone(gone));
 }
 
 TEST_CASE("TooManyRequests carries retryAfterSeconds", "[kube][errors]") {
   Error error = myop::kube::error_from_response(
-      429, R"json({"kind":"Status","status":"Failure","reason":"TooManyRequests","message":"Too many requests, please try again later.","details":{"retryAfterSeconds":3},"code":429})json");
+      429,
+      R"json({"kind":"Status","status":"Failure","reason":"TooManyRequests","message":"Too many requests, please try again later.","details":{"retryAfterSeconds":3},"code":429})json");
   CHECK(error.reason == Reason::TooManyRequests);
   REQUIRE(error.retry_after.has_value());
   CHECK(error.retry_after->count() == 3);
@@ -74,9 +78,7 @@ TEST_CASE("a body that is not a Status still maps by HTTP code and quotes the bo
     CHECK(error.message.find("upstream down") != std::string::npos);
     CHECK(error.message.find('\n') == std::string::npos);
   }
-  SECTION("unknown code") {
-    CHECK(myop::kube::error_from_response(418, "teapot").reason == Reason::Unknown);
-  }
+  SECTION("unknown code") { CHECK(myop::kube::error_from_response(418, "teapot").reason == Reason::Unknown); }
 }
 
 TEST_CASE("HTTP codes map onto reasons", "[kube][errors]") {
@@ -91,7 +93,8 @@ TEST_CASE("HTTP codes map onto reasons", "[kube][errors]") {
 
 TEST_CASE("a Status object from a watch ERROR event is parsed too", "[kube][errors]") {
   rapidjson::Document status;
-  status.Parse(R"json({"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 5 (99)","reason":"Expired","code":410})json");
+  status.Parse(
+      R"json({"kind":"Status","apiVersion":"v1","status":"Failure","message":"too old resource version: 5 (99)","reason":"Expired","code":410})json");
   Error error = myop::kube::error_from_status(status);
   CHECK(error.reason == Reason::Gone);
   CHECK(error.http_code == 410);
@@ -99,7 +102,8 @@ TEST_CASE("a Status object from a watch ERROR event is parsed too", "[kube][erro
 
 TEST_CASE("ServerTimeout counts as Timeout", "[kube][errors]") {
   Error error = myop::kube::error_from_response(
-      500, R"json({"kind":"Status","reason":"ServerTimeout","message":"The list operation could not be completed at this time, please try again.","code":500})json");
+      500,
+      R"json({"kind":"Status","reason":"ServerTimeout","message":"The list operation could not be completed at this time, please try again.","code":500})json");
   CHECK(error.reason == Reason::Timeout);
 }
 

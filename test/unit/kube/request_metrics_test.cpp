@@ -1,8 +1,8 @@
 #include "kube/request_metrics.h"
 
-#include <catch2/catch.hpp>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+#include <catch2/catch.hpp>
 
 using namespace myop::kube;
 using namespace std::chrono_literals;
@@ -18,8 +18,10 @@ TEST_CASE("request observations become rest_client_* metrics with bounded labels
 
   const std::string text = prometheus::TextSerializer().Serialize(registry.Collect());
   INFO(text);
-  CHECK(text.find(R"(rest_client_requests_total{code="200",host="10.0.0.1:443",method="GET"} 2)") != std::string::npos);
-  CHECK(text.find(R"(rest_client_requests_total{code="429",host="10.0.0.1:443",method="PATCH"} 1)") != std::string::npos);
+  CHECK(text.find(R"(rest_client_requests_total{code="200",host="10.0.0.1:443",method="GET"} 2)") !=
+        std::string::npos);
+  CHECK(text.find(R"(rest_client_requests_total{code="429",host="10.0.0.1:443",method="PATCH"} 1)") !=
+        std::string::npos);
   CHECK(text.find(R"(rest_client_requests_total{code="<error>",host="10.0.0.1:443",method="GET"} 1)") !=
         std::string::npos);
   CHECK(text.find(R"(rest_client_request_duration_seconds_count{host="10.0.0.1:443",verb="GET"} 3)") !=

@@ -11,7 +11,8 @@ TEST_CASE("paths for the core group, named groups, namespaced and cluster scope"
   CHECK(collection_path(resources::config_maps(), "a") == "/api/v1/namespaces/a/configmaps");
   CHECK(collection_path(resources::config_maps(), "") == "/api/v1/configmaps");
   CHECK(object_path(resources::config_maps(), "a", "b") == "/api/v1/namespaces/a/configmaps/b");
-  CHECK(object_path(resources::deployments(), "ns", "web", "scale") == "/apis/apps/v1/namespaces/ns/deployments/web/scale");
+  CHECK(object_path(resources::deployments(), "ns", "web", "scale") ==
+        "/apis/apps/v1/namespaces/ns/deployments/web/scale");
   CHECK(object_path(resources::my_resources(), "ns", "x", "status") ==
         "/apis/myorg.io/v1alpha1/namespaces/ns/myresources/x/status");
   CHECK(object_path(resources::custom_resource_definitions(), "ignored", "myresources.myorg.io") ==
@@ -51,7 +52,8 @@ TEST_CASE("list and watch parameters", "[kube][resource]") {
   WatchOptions watch;
   watch.resource_version = "123";
   watch.timeout_seconds = 400;
-  CHECK(encode_query(watch_query(watch)) == "watch=true&resourceVersion=123&allowWatchBookmarks=true&timeoutSeconds=400");
+  CHECK(encode_query(watch_query(watch)) ==
+        "watch=true&resourceVersion=123&allowWatchBookmarks=true&timeoutSeconds=400");
   WatchOptions watch_list;
   watch_list.send_initial_events = true;
   watch_list.resource_version_match = "NotOlderThan";

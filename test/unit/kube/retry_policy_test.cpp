@@ -9,7 +9,9 @@ using namespace std::chrono_literals;
 
 namespace {
 Error error_with(Reason reason, int code) { return myop::kube::make_error(reason, "x", code); }
-RetryPolicy no_jitter() { return RetryPolicy({}, [] { return 0.0; }); }
+RetryPolicy no_jitter() {
+  return RetryPolicy({}, [] { return 0.0; });
+}
 }  // namespace
 
 TEST_CASE("429 is retried for every verb, honouring Retry-After", "[kube][retry]") {
@@ -90,8 +92,9 @@ TEST_CASE("connection failures: idempotent verbs, or any verb when nothing was s
 
 TEST_CASE("answers that retrying cannot fix are not retried", "[kube][retry]") {
   auto policy = no_jitter();
-  for (auto reason : {Reason::NotFound, Reason::Conflict, Reason::Invalid, Reason::Forbidden, Reason::Unauthorized,
-                      Reason::Gone, Reason::BadRequest, Reason::AlreadyExists, Reason::Cancelled}) {
+  for (auto reason :
+       {Reason::NotFound, Reason::Conflict, Reason::Invalid, Reason::Forbidden, Reason::Unauthorized,
+        Reason::Gone, Reason::BadRequest, Reason::AlreadyExists, Reason::Cancelled}) {
     CHECK_FALSE(policy.next_delay(1, "GET", error_with(reason, 400)));
   }
   // Our own deadline ran out: no HTTP code. Retrying would only overrun it further.

@@ -112,8 +112,8 @@ TEST_CASE("a changed ConfigMap: a bad value keeps the last good one, an absent k
   auto parsed = features_from_changed_config_map(&config_map->json(), previous);
   REQUIRE(parsed.errors.size() == 1);
   CHECK(parsed.errors[0].find("flase") != std::string::npos);
-  CHECK_FALSE(parsed.features.canary);                        // bad value: the last good one (false), not the default
-  CHECK(parsed.features.orphan_sweep);                        // absent: the built-in default
+  CHECK_FALSE(parsed.features.canary);  // bad value: the last good one (false), not the default
+  CHECK(parsed.features.orphan_sweep);  // absent: the built-in default
   CHECK(parsed.features.orphan_policy == OrphanPolicy::Report);  // good value: taken
 
   // No ConfigMap at all: every flag at its default, whatever came before.

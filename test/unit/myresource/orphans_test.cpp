@@ -17,22 +17,22 @@ std::shared_ptr<const kube::Object> deployment(const std::string& name, const st
                                                const std::string& extra_metadata = "") {
   return std::make_shared<const kube::Object>(parse_json(
       R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":")" + name +
-      R"(","namespace":"team","uid":"uid-)" + name + R"(","labels":{"app.kubernetes.io/managed-by":")" + managed_by +
-      R"(","myorg.io/myresource":"web"})" + (owner_json.empty() ? "" : R"(,"ownerReferences":[)" + owner_json + "]") +
-      extra_metadata + "}}"));
+      R"(","namespace":"team","uid":"uid-)" + name + R"(","labels":{"app.kubernetes.io/managed-by":")" +
+      managed_by + R"(","myorg.io/myresource":"web"})" +
+      (owner_json.empty() ? "" : R"(,"ownerReferences":[)" + owner_json + "]") + extra_metadata + "}}"));
 }
 
 std::string owner(const std::string& name, const std::string& uid, const std::string& kind = "MyResource") {
-  return R"({"apiVersion":"myorg.io/v1alpha1","kind":")" + kind + R"(","name":")" + name + R"(","uid":")" + uid +
-         R"(","controller":true,"blockOwnerDeletion":true})";
+  return R"({"apiVersion":"myorg.io/v1alpha1","kind":")" + kind + R"(","name":")" + name + R"(","uid":")" +
+         uid + R"(","controller":true,"blockOwnerDeletion":true})";
 }
 
 struct FakeMyResources {
   std::map<std::string, std::shared_ptr<const kube::Object>> by_name;
   void add(const std::string& name, const std::string& uid) {
-    by_name[name] = std::make_shared<const kube::Object>(parse_json(
-        R"({"apiVersion":"myorg.io/v1alpha1","kind":"MyResource","metadata":{"name":")" + name +
-        R"(","namespace":"team","uid":")" + uid + R"("}})"));
+    by_name[name] = std::make_shared<const kube::Object>(
+        parse_json(R"({"apiVersion":"myorg.io/v1alpha1","kind":"MyResource","metadata":{"name":")" + name +
+                   R"(","namespace":"team","uid":")" + uid + R"("}})"));
   }
   MyResourceLookup lookup() const {
     return [this](const runtime::ObjectKey& key) -> std::shared_ptr<const kube::Object> {
@@ -75,7 +75,8 @@ TEST_CASE("find_orphans: what is not ours, or is unowned, or is going, is left a
     CHECK(find_orphans({deployment("web", owner("web", "uid-1"), "helm")}, myresources.lookup()).empty());
   }
   SECTION("owned by another kind") {
-    CHECK(find_orphans({deployment("web", owner("web", "uid-1", "ReplicaSet"))}, myresources.lookup()).empty());
+    CHECK(
+        find_orphans({deployment("web", owner("web", "uid-1", "ReplicaSet"))}, myresources.lookup()).empty());
   }
   SECTION("no owner: adoption, not the sweep, handles it") {
     CHECK(find_orphans({deployment("web", "")}, myresources.lookup()).empty());

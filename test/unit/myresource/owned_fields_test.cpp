@@ -69,14 +69,16 @@ TEST_CASE("a hand edit of a field we own is a difference", "[myresource][owned]"
   };
   auto [from, to, path] = GENERATE(values<Case>({
       {R"("replicas":3)", R"("replicas":5)", "spec.replicas"},
-      {R"("image":"reg:5000/team/app:1.0")", R"("image":"evil:1")", "spec.template.spec.containers[app].image"},
+      {R"("image":"reg:5000/team/app:1.0")", R"("image":"evil:1")",
+       "spec.template.spec.containers[app].image"},
       {R"("value":"info")", R"("value":"debug")", "spec.template.spec.containers[app].env[LOG_LEVEL].value"},
       {R"("cpu":"1")", R"("cpu":"2")", "spec.template.spec.containers[app].resources.requests.cpu"},
       {R"("allowPrivilegeEscalation":false)", R"("allowPrivilegeEscalation":true)",
        "spec.template.spec.containers[app].securityContext.allowPrivilegeEscalation"},
       {R"("drop":["ALL","NET_RAW"])", R"("drop":["NET_RAW"])",
        "spec.template.spec.containers[app].securityContext.capabilities.drop[0]"},
-      {R"("containerPort":8080)", R"("containerPort":9090)", "spec.template.spec.containers[app].ports[8080]"},
+      {R"("containerPort":8080)", R"("containerPort":9090)",
+       "spec.template.spec.containers[app].ports[8080]"},
       {R"("myorg.io/track":"stable","added-by-someone")", R"("myorg.io/track":"x","added-by-someone")",
        "metadata.labels.myorg.io/track"},
       {R"("uid":"uid-1")", R"("uid":"uid-2")", "metadata.ownerReferences[uid-1]"},

@@ -112,10 +112,9 @@ class FakeCluster final : public Cluster {
     const JsonValue* replicas = updated.view().find({"spec", "replicas"});
     int desired = replicas ? replicas->GetInt() : 1;
     std::string status = R"({"observedGeneration":)" + std::to_string(updated.view().generation()) +
-                         R"(,"replicas":)" + std::to_string(desired) +
-                         R"(,"updatedReplicas":)" + std::to_string(desired) + R"(,"readyReplicas":)" +
-                         std::to_string(available) + R"(,"availableReplicas":)" + std::to_string(available) +
-                         "}";
+                         R"(,"replicas":)" + std::to_string(desired) + R"(,"updatedReplicas":)" +
+                         std::to_string(desired) + R"(,"readyReplicas":)" + std::to_string(available) +
+                         R"(,"availableReplicas":)" + std::to_string(available) + "}";
     Object parsed = parse_json(status);
     updated.set_member(updated.json(), "status", parsed.json());
     deployments[name] = std::make_shared<const Object>(std::move(updated));

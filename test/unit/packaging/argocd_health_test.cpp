@@ -49,7 +49,8 @@ std::string lua_value(const YAML::Node& node) {
   switch (node.Type()) {
     case YAML::NodeType::Map: {
       std::string table = "{";
-      for (const auto& entry : node) table += "[" + lua_string(entry.first.Scalar()) + "]=" + lua_value(entry.second) + ",";
+      for (const auto& entry : node)
+        table += "[" + lua_string(entry.first.Scalar()) + "]=" + lua_value(entry.second) + ",";
       return table + "}";
     }
     case YAML::NodeType::Sequence: {
@@ -72,8 +73,8 @@ struct Health {
 Health run_health_check(const std::filesystem::path& script, const YAML::Node& object) {
   TemporaryFolder folder("myop-lua");
   const auto runner = folder.path() / "runner.lua";
-  write_text(runner, "obj = " + lua_value(object) + "\n" +
-                         "local hs = dofile(" + lua_string(script.string()) + ")\n" +
+  write_text(runner, "obj = " + lua_value(object) + "\n" + "local hs = dofile(" +
+                         lua_string(script.string()) + ")\n" +
                          "io.write(tostring(hs.status), \"\\n\", tostring(hs.message or \"\"))\n");
   const CommandOutput output = run_command("lua5.1 " + shell_quote(runner.string()));
   INFO(output.output);
@@ -85,7 +86,8 @@ Health run_health_check(const std::filesystem::path& script, const YAML::Node& o
 
 }  // namespace
 
-TEST_CASE("packaging: the MyResource health check gives the expected health for every sample", "[packaging][argocd]") {
+TEST_CASE("packaging: the MyResource health check gives the expected health for every sample",
+          "[packaging][argocd]") {
   const auto folder = repository_root() / kCheckFolder;
   const YAML::Node tests = YAML::LoadFile((folder / "health_test.yaml").string())["tests"];
   REQUIRE(tests.size() >= 3);
@@ -93,7 +95,8 @@ TEST_CASE("packaging: the MyResource health check gives the expected health for 
   for (const YAML::Node& test : tests) {
     const std::string input = test["inputPath"].as<std::string>();
     SECTION(input) {
-      const Health health = run_health_check(folder / "health.lua", YAML::LoadFile((folder / input).string()));
+      const Health health =
+          run_health_check(folder / "health.lua", YAML::LoadFile((folder / input).string()));
       CHECK(health.status == test["healthStatus"]["status"].as<std::string>());
       CHECK(health.message == test["healthStatus"]["message"].as<std::string>(""));
     }
@@ -105,8 +108,9 @@ TEST_CASE("packaging: the MyResource health check gives the expected health for 
   }
 }
 
-TEST_CASE("packaging: an object whose new generation is not observed yet is Progressing, whatever it said before",
-          "[packaging][argocd]") {
+TEST_CASE(
+    "packaging: an object whose new generation is not observed yet is Progressing, whatever it said before",
+    "[packaging][argocd]") {
   const auto folder = repository_root() / kCheckFolder;
   YAML::Node object = YAML::LoadFile((folder / "testdata/healthy.yaml").string());
   REQUIRE(run_health_check(folder / "health.lua", object).status == "Healthy");

@@ -37,12 +37,14 @@ const std::set<std::string> kContractMetrics = {
 // Metric names in a text: identifiers with one of the contract's prefixes, without the
 // _bucket/_sum/_count suffixes of histogram series.
 std::set<std::string> metric_names(const std::string& text) {
-  static const std::regex name(R"(\b(controller_runtime|workqueue|rest_client|leader_election|myoperator)_[a-z_]+)");
+  static const std::regex name(
+      R"(\b(controller_runtime|workqueue|rest_client|leader_election|myoperator)_[a-z_]+)");
   std::set<std::string> names;
   for (auto it = std::sregex_iterator(text.begin(), text.end(), name); it != std::sregex_iterator(); ++it) {
     std::string metric = it->str();
     for (const std::string suffix : {"_bucket", "_sum", "_count"}) {
-      if (metric.size() > suffix.size() && metric.compare(metric.size() - suffix.size(), suffix.size(), suffix) == 0 &&
+      if (metric.size() > suffix.size() &&
+          metric.compare(metric.size() - suffix.size(), suffix.size(), suffix) == 0 &&
           !kContractMetrics.count(metric))
         metric.resize(metric.size() - suffix.size());
     }
@@ -68,20 +70,23 @@ TEST_CASE("packaging: dashboards and alerts use only the contract's metric names
 }
 
 TEST_CASE("packaging: the dashboard shows every metric of the contract", "[packaging][metrics]") {
-  const std::set<std::string> names = metric_names(read_text(repository_root() / "config/grafana/my-operator-dashboard.json"));
+  const std::set<std::string> names =
+      metric_names(read_text(repository_root() / "config/grafana/my-operator-dashboard.json"));
   for (const std::string& metric : kContractMetrics) {
     INFO("the dashboard has no panel for " << metric);
     CHECK(names.count(metric) == 1);
   }
 }
 
-TEST_CASE("packaging: the alerts cover error rate, p95 latency, queue backlog and a missing leader", "[packaging][metrics]") {
+TEST_CASE("packaging: the alerts cover error rate, p95 latency, queue backlog and a missing leader",
+          "[packaging][metrics]") {
   const auto rules = yaml_documents(read_text(repository_root() / "config/prometheus/rules.yaml"));
   REQUIRE(rules.size() == 1);
   std::map<std::string, std::string> expressions;
   for (const YAML::Node& rule : rules[0]["spec"]["groups"][0]["rules"])
     expressions[rule["alert"].as<std::string>()] = rule["expr"].as<std::string>();
-  CHECK(expressions["MyOperatorReconcileErrorRateHigh"].find("controller_runtime_reconcile_errors_total") != std::string::npos);
+  CHECK(expressions["MyOperatorReconcileErrorRateHigh"].find("controller_runtime_reconcile_errors_total") !=
+        std::string::npos);
   CHECK(expressions["MyOperatorReconcileLatencyHigh"].find("histogram_quantile(0.95") != std::string::npos);
   CHECK(expressions["MyOperatorWorkQueueBacklog"].find("workqueue_depth") != std::string::npos);
   CHECK(expressions["MyOperatorNoLeader"].find("leader_election_master_status") != std::string::npos);

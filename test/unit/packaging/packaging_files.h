@@ -5,6 +5,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <sys/wait.h>
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -14,7 +15,6 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
-#include <sys/wait.h>
 #include <vector>
 
 namespace myop::packaging {
@@ -51,7 +51,8 @@ inline std::vector<std::filesystem::path> yaml_files(const std::filesystem::path
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(folder)) {
     const auto extension = entry.path().extension();
-    if (entry.is_regular_file() && (extension == ".yaml" || extension == ".yml")) files.push_back(entry.path());
+    if (entry.is_regular_file() && (extension == ".yaml" || extension == ".yml"))
+      files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   return files;

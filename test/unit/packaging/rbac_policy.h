@@ -53,8 +53,10 @@ inline std::vector<std::string> rbac_violations(const std::vector<YAML::Node>& o
       const std::string role = object["roleRef"]["name"].as<std::string>("");
       if (superuser_roles.count(role)) violations.push_back(object_name(object) + " binds " + role);
       for (const YAML::Node& subject : object["subjects"]) {
-        if (subject["kind"].as<std::string>("") == "Group" && superuser_roles.count(subject["name"].as<std::string>("")))
-          violations.push_back(object_name(object) + " binds to group " + subject["name"].as<std::string>(""));
+        if (subject["kind"].as<std::string>("") == "Group" &&
+            superuser_roles.count(subject["name"].as<std::string>("")))
+          violations.push_back(object_name(object) + " binds to group " +
+                               subject["name"].as<std::string>(""));
       }
     }
   }
@@ -68,7 +70,8 @@ inline std::set<std::string> granted(const YAML::Node& role) {
     for (const YAML::Node& group : rule["apiGroups"])
       for (const YAML::Node& resource : rule["resources"])
         for (const YAML::Node& verb : rule["verbs"])
-          grants.insert(group.as<std::string>() + "/" + resource.as<std::string>() + ":" + verb.as<std::string>());
+          grants.insert(group.as<std::string>() + "/" + resource.as<std::string>() + ":" +
+                        verb.as<std::string>());
   }
   return grants;
 }
@@ -78,7 +81,8 @@ inline std::set<std::string> granted_non_resource(const YAML::Node& role) {
   std::set<std::string> grants;
   for (const YAML::Node& rule : role["rules"])
     for (const YAML::Node& url : rule["nonResourceURLs"])
-      for (const YAML::Node& verb : rule["verbs"]) grants.insert(url.as<std::string>() + ":" + verb.as<std::string>());
+      for (const YAML::Node& verb : rule["verbs"])
+        grants.insert(url.as<std::string>() + ":" + verb.as<std::string>());
   return grants;
 }
 
@@ -106,7 +110,8 @@ inline std::set<std::string> expected_manager_grants() {
 inline std::set<std::string> expected_own_namespace_grants(bool leader_election = true) {
   std::set<std::string> grants = {"/configmaps:list", "/configmaps:watch"};
   if (leader_election) {
-    for (const char* verb : {"get", "create", "update"}) grants.insert(std::string("coordination.k8s.io/leases:") + verb);
+    for (const char* verb : {"get", "create", "update"})
+      grants.insert(std::string("coordination.k8s.io/leases:") + verb);
   }
   return grants;
 }

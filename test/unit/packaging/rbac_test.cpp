@@ -18,7 +18,8 @@ std::vector<YAML::Node> config_rbac_objects() {
   return objects;
 }
 
-YAML::Node find_object(const std::vector<YAML::Node>& objects, const std::string& kind, const std::string& name) {
+YAML::Node find_object(const std::vector<YAML::Node>& objects, const std::string& kind,
+                       const std::string& name) {
   for (const YAML::Node& object : objects) {
     if (object["kind"].as<std::string>("") == kind && object["metadata"]["name"].as<std::string>("") == name)
       return object;
@@ -29,7 +30,8 @@ YAML::Node find_object(const std::vector<YAML::Node>& objects, const std::string
 
 }  // namespace
 
-TEST_CASE("packaging: config/rbac has no wildcard, no escalation verb and no cluster-admin binding", "[packaging][rbac]") {
+TEST_CASE("packaging: config/rbac has no wildcard, no escalation verb and no cluster-admin binding",
+          "[packaging][rbac]") {
   const std::vector<YAML::Node> objects = config_rbac_objects();
   REQUIRE(objects.size() >= 7);
   const std::vector<std::string> violations = rbac_violations(objects);
@@ -63,17 +65,19 @@ metadata: {name: metrics-reader}
 rules: [{nonResourceURLs: [/metrics], verbs: [get]}]
 )");
   CHECK(rbac_violations(metrics_reader).empty());
-  for (const char* rules : {"[{nonResourceURLs: [/metrics, /debug/pprof], verbs: [get]}]",
-                            "[{nonResourceURLs: [/metrics], verbs: [get, post]}]",
-                            "[{nonResourceURLs: [/healthz], verbs: [get]}]",
-                            "[{nonResourceURLs: [\"/*\"], verbs: [get]}]"}) {
+  for (const char* rules :
+       {"[{nonResourceURLs: [/metrics, /debug/pprof], verbs: [get]}]",
+        "[{nonResourceURLs: [/metrics], verbs: [get, post]}]",
+        "[{nonResourceURLs: [/healthz], verbs: [get]}]", "[{nonResourceURLs: [\"/*\"], verbs: [get]}]"}) {
     INFO(rules);
-    CHECK_FALSE(rbac_violations(yaml_documents(std::string("kind: ClusterRole\nmetadata: {name: wide}\nrules: ") + rules))
+    CHECK_FALSE(rbac_violations(
+                    yaml_documents(std::string("kind: ClusterRole\nmetadata: {name: wide}\nrules: ") + rules))
                     .empty());
   }
 }
 
-TEST_CASE("packaging: the manager ClusterRole grants exactly the verbs the operator uses", "[packaging][rbac]") {
+TEST_CASE("packaging: the manager ClusterRole grants exactly the verbs the operator uses",
+          "[packaging][rbac]") {
   const auto objects = config_rbac_objects();
   CHECK(granted(find_object(objects, "ClusterRole", "my-operator-manager")) == expected_manager_grants());
   const YAML::Node own_namespace = find_object(objects, "Role", "my-operator-leader-election");
@@ -81,9 +85,11 @@ TEST_CASE("packaging: the manager ClusterRole grants exactly the verbs the opera
   CHECK(granted(own_namespace) == expected_own_namespace_grants());
 }
 
-TEST_CASE("packaging: --metrics-secure's roles: the operator may create token and access reviews, Prometheus may get "
-          "/metrics, and nothing more",
-          "[packaging][rbac]") {
+TEST_CASE(
+    "packaging: --metrics-secure's roles: the operator may create token and access reviews, Prometheus may "
+    "get "
+    "/metrics, and nothing more",
+    "[packaging][rbac]") {
   const auto objects = config_rbac_objects();
   const YAML::Node auth = find_object(objects, "ClusterRole", "my-operator-metrics-auth-role");
   CHECK(granted(auth) == expected_metrics_auth_grants());
@@ -99,7 +105,8 @@ TEST_CASE("packaging: --metrics-secure's roles: the operator may create token an
   }
 }
 
-TEST_CASE("packaging: the bindings give the manager roles to the operator's ServiceAccount", "[packaging][rbac]") {
+TEST_CASE("packaging: the bindings give the manager roles to the operator's ServiceAccount",
+          "[packaging][rbac]") {
   const auto objects = config_rbac_objects();
   const YAML::Node account = find_object(objects, "ServiceAccount", "my-operator");
   const std::string namespace_name = account["metadata"]["namespace"].as<std::string>();
@@ -108,7 +115,8 @@ TEST_CASE("packaging: the bindings give the manager roles to the operator's Serv
            {"RoleBinding", "my-operator-leader-election"},
            {"ClusterRoleBinding", "my-operator-metrics-auth-rolebinding"}}) {
     const YAML::Node binding = find_object(objects, kind, name);
-    const std::string role = name == "my-operator-metrics-auth-rolebinding" ? "my-operator-metrics-auth-role" : name;
+    const std::string role =
+        name == "my-operator-metrics-auth-rolebinding" ? "my-operator-metrics-auth-role" : name;
     CHECK(binding["roleRef"]["name"].as<std::string>() == role);
     REQUIRE(binding["subjects"].size() == 1);
     CHECK(binding["subjects"][0]["kind"].as<std::string>() == "ServiceAccount");
@@ -117,17 +125,21 @@ TEST_CASE("packaging: the bindings give the manager roles to the operator's Serv
   }
 }
 
-TEST_CASE("packaging: the viewer and editor ClusterRoles aggregate into view and edit and cannot write status",
-          "[packaging][rbac]") {
+TEST_CASE(
+    "packaging: the viewer and editor ClusterRoles aggregate into view and edit and cannot write status",
+    "[packaging][rbac]") {
   const auto objects = config_rbac_objects();
   const YAML::Node viewer = find_object(objects, "ClusterRole", "my-operator-myresource-viewer");
   const YAML::Node editor = find_object(objects, "ClusterRole", "my-operator-myresource-editor");
-  CHECK(viewer["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"].as<std::string>("") == "true");
-  CHECK(editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"].as<std::string>("") == "true");
+  CHECK(viewer["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-view"].as<std::string>("") ==
+        "true");
+  CHECK(editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"].as<std::string>("") ==
+        "true");
   for (const YAML::Node& role : {viewer, editor}) {
     for (const std::string& grant : granted(role)) {
       INFO(object_name(role) << " grants " << grant);
-      CHECK((grant.rfind("myorg.io/myresources/status:", 0) != 0 || grant == "myorg.io/myresources/status:get"));
+      CHECK((grant.rfind("myorg.io/myresources/status:", 0) != 0 ||
+             grant == "myorg.io/myresources/status:get"));
     }
   }
   CHECK(granted(viewer).count("myorg.io/myresources:create") == 0);

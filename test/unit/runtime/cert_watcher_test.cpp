@@ -44,7 +44,8 @@ std::string serial_of(const CertificatePair& pair) { return inspect_certificate_
 
 }  // namespace
 
-TEST_CASE("the reload decision: load what is new, keep what is served or was refused", "[runtime][tls][cert_watcher]") {
+TEST_CASE("the reload decision: load what is new, keep what is served or was refused",
+          "[runtime][tls][cert_watcher]") {
   CertificateReloadTracker tracker;
   using Action = CertificateReloadTracker::Action;
   CHECK(tracker.seen("a") == Action::Load);

@@ -149,7 +149,8 @@ TEST_CASE("no more than max-concurrent-reconciles run at once", "[runtime][contr
   CHECK(fixture.metric("controller_runtime_active_workers") == 0);
 }
 
-TEST_CASE("an exception is counted, retried with backoff, and does not kill the worker", "[runtime][controller]") {
+TEST_CASE("an exception is counted, retried with backoff, and does not kill the worker",
+          "[runtime][controller]") {
   Fixture fixture;
   std::atomic<int> calls{0};
   fixture.reconciler->behaviour = [&](const ReconcileRequest&) -> ReconcileResult {
@@ -181,7 +182,9 @@ TEST_CASE("an exception is counted, retried with backoff, and does not kill the 
 
 TEST_CASE("a terminal error is not retried", "[runtime][controller]") {
   Fixture fixture;
-  fixture.reconciler->behaviour = [](const ReconcileRequest&) { return ReconcileResult::terminal_error("bad spec"); };
+  fixture.reconciler->behaviour = [](const ReconcileRequest&) {
+    return ReconcileResult::terminal_error("bad spec");
+  };
   Controller controller(fixture.options(1), fixture.reconciler);
   controller.start();
   controller.enqueue({"a", "x"});
@@ -239,9 +242,11 @@ TEST_CASE("owned children enqueue their controller owner, predicates filter", "[
   controller.watch_primary(fixture.primary, {generation_changed});
   controller.watch_owned(fixture.children, "myorg.io", "MyResource");
   // Not started: inspect the queue directly.
-  fixture.primary.emit({EventType::updated, make_named("t", "status-only", 2, "6"), make_named("t", "status-only", 2, "5")});
+  fixture.primary.emit(
+      {EventType::updated, make_named("t", "status-only", 2, "6"), make_named("t", "status-only", 2, "5")});
   CHECK(controller.queue().depth() == 0);
-  fixture.children.emit({EventType::updated, make_owned("t", "web-deploy", "myorg.io/v1alpha1", "MyResource", "web")});
+  fixture.children.emit(
+      {EventType::updated, make_owned("t", "web-deploy", "myorg.io/v1alpha1", "MyResource", "web")});
   CHECK(controller.queue().depth(Priority::normal) == 1);
   auto item = controller.queue().try_get();
   REQUIRE(item);

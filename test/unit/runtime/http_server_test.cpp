@@ -84,9 +84,10 @@ CertificatePair self_signed() {
 
 }  // namespace
 
-TEST_CASE("over HTTPS: verified by its CA, each new connection gets the current certificate, plain HTTP and "
-          "TLS 1.1 are refused",
-          "[runtime][http_server][tls]") {
+TEST_CASE(
+    "over HTTPS: verified by its CA, each new connection gets the current certificate, plain HTTP and "
+    "TLS 1.1 are refused",
+    "[runtime][http_server][tls]") {
   using myop::runtime::testing::https_get;
   const CertificatePair first = self_signed();
   const CertificatePair second = self_signed();

@@ -34,8 +34,8 @@ struct HttpsRequest {
 inline HttpsAnswer https_request(std::uint16_t port, const HttpsRequest& options);
 
 // GET /metrics; `ca_pem` empty: the server's certificate is not verified.
-inline HttpsAnswer https_get(std::uint16_t port, const std::string& authorization = "", const std::string& ca_pem = "",
-                             int max_tls_version = 0) {
+inline HttpsAnswer https_get(std::uint16_t port, const std::string& authorization = "",
+                             const std::string& ca_pem = "", int max_tls_version = 0) {
   HttpsRequest request;
   request.authorization = authorization;
   request.ca_pem = ca_pem;
@@ -53,7 +53,8 @@ inline HttpsAnswer https_request(std::uint16_t port, const HttpsRequest& options
   // Allow the old protocols on the client side, so a refusal comes from the server.
   SSL_CTX_set_security_level(context.native_handle(), 0);
   SSL_CTX_set_min_proto_version(context.native_handle(), 0);
-  if (options.max_tls_version) SSL_CTX_set_max_proto_version(context.native_handle(), options.max_tls_version);
+  if (options.max_tls_version)
+    SSL_CTX_set_max_proto_version(context.native_handle(), options.max_tls_version);
   if (!options.ca_pem.empty()) {
     context.add_certificate_authority(asio::buffer(options.ca_pem));
     context.set_verify_mode(asio::ssl::verify_peer);

@@ -8,16 +8,17 @@ using namespace myop::runtime;
 
 namespace {
 
-kube::Object config_map(const std::string& namespace_name, const std::string& name, const std::string& version,
-                        const std::string& extra_metadata = "") {
+kube::Object config_map(const std::string& namespace_name, const std::string& name,
+                        const std::string& version, const std::string& extra_metadata = "") {
   auto parsed = kube::Object::parse(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":")" +
-                                    namespace_name + R"(","name":")" + name + R"(","resourceVersion":")" + version +
-                                    "\"" + extra_metadata + R"(},"data":{"k":"v"}})");
+                                    namespace_name + R"(","name":")" + name + R"(","resourceVersion":")" +
+                                    version + "\"" + extra_metadata + R"(},"data":{"k":"v"}})");
   REQUIRE(parsed);
   return std::move(parsed).value();
 }
 
-kube::WatcherEvent watcher_event(kube::WatcherEventType type, std::optional<kube::Object> object = std::nullopt) {
+kube::WatcherEvent watcher_event(kube::WatcherEventType type,
+                                 std::optional<kube::Object> object = std::nullopt) {
   kube::WatcherEvent event;
   event.type = type;
   event.object = std::move(object);
@@ -41,14 +42,15 @@ struct Fixture {
   std::vector<Recorded> events;
   Fixture() {
     informer.subscribe([this](const ObjectEvent& event) {
-      events.push_back({event.type, std::string(event.object->name()), std::string(event.object->resource_version()),
-                        event.old_object ? std::string(event.old_object->resource_version()) : "",
-                        event.initial_list});
+      events.push_back(
+          {event.type, std::string(event.object->name()), std::string(event.object->resource_version()),
+           event.old_object ? std::string(event.old_object->resource_version()) : "", event.initial_list});
     });
   }
   void list(std::vector<kube::Object> objects) {
     informer.handle(watcher_event(kube::WatcherEventType::InitStart));
-    for (auto& object : objects) informer.handle(watcher_event(kube::WatcherEventType::InitApply, std::move(object)));
+    for (auto& object : objects)
+      informer.handle(watcher_event(kube::WatcherEventType::InitApply, std::move(object)));
     informer.handle(watcher_event(kube::WatcherEventType::InitDone));
   }
   std::string cached_version(const std::string& name) {
@@ -57,7 +59,8 @@ struct Fixture {
   }
 };
 
-std::vector<kube::Object> objects(std::initializer_list<std::pair<const char*, const char*>> names_and_versions) {
+std::vector<kube::Object> objects(
+    std::initializer_list<std::pair<const char*, const char*>> names_and_versions) {
   std::vector<kube::Object> result;
   for (const auto& [name, version] : names_and_versions) result.push_back(config_map("ns", name, version));
   return result;
@@ -65,7 +68,8 @@ std::vector<kube::Object> objects(std::initializer_list<std::pair<const char*, c
 
 }  // namespace
 
-TEST_CASE("the informer is synced only after the initial state, delivered at low priority", "[runtime][informer]") {
+TEST_CASE("the informer is synced only after the initial state, delivered at low priority",
+          "[runtime][informer]") {
   Fixture fixture;
   fixture.informer.handle(watcher_event(kube::WatcherEventType::InitStart));
   fixture.informer.handle(watcher_event(kube::WatcherEventType::InitApply, config_map("ns", "a", "1")));
@@ -122,9 +126,10 @@ TEST_CASE("watch events apply in order, deletes are delivered", "[runtime][infor
 TEST_CASE("the default transform drops managedFields and last-applied-configuration", "[runtime][informer]") {
   Fixture fixture;
   std::vector<kube::Object> listed;
-  listed.push_back(config_map("ns", "a", "1",
-                              R"(,"managedFields":[{"manager":"kubectl","operation":"Apply"}],)"
-                              R"("annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}","keep":"me"})"));
+  listed.push_back(
+      config_map("ns", "a", "1",
+                 R"(,"managedFields":[{"manager":"kubectl","operation":"Apply"}],)"
+                 R"("annotations":{"kubectl.kubernetes.io/last-applied-configuration":"{}","keep":"me"})"));
   fixture.list(std::move(listed));
   auto cached = fixture.informer.cache().get({"ns", "a"});
   REQUIRE(cached);

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
 #include <rapidjson/document.h>
 #include <spdlog/sinks/ostream_sink.h>
+#include <catch2/catch.hpp>
 
 #include <sstream>
 
@@ -13,7 +13,8 @@ namespace {
 std::string capture(LogFormat format, const std::function<void()>& write) {
   std::ostringstream output;
   auto previous = spdlog::default_logger();
-  auto logger = std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(output));
+  auto logger =
+      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(output));
   spdlog::set_default_logger(logger);
   configure_logging(format, spdlog::level::info);
   write();

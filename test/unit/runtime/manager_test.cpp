@@ -111,7 +111,8 @@ TEST_CASE("probes: alive at once, ready after caches sync, metrics served", "[ru
 
   std::stop_source stop;
   auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
-  REQUIRE(eventually([&] { return cache->started && manager.probe_port() != 0 && manager.metrics_port() != 0; }));
+  REQUIRE(
+      eventually([&] { return cache->started && manager.probe_port() != 0 && manager.metrics_port() != 0; }));
   CHECK(http_request(manager.probe_port(), "/healthz").status == 200);
   auto not_ready = http_request(manager.probe_port(), "/readyz");
   CHECK(not_ready.status == 503);
@@ -143,7 +144,8 @@ TEST_CASE("probes: alive at once, ready after caches sync, metrics served", "[ru
   CHECK(cache->stopped);
 }
 
-TEST_CASE("graceful shutdown waits for the in-flight reconcile and releases the lease", "[runtime][manager]") {
+TEST_CASE("graceful shutdown waits for the in-flight reconcile and releases the lease",
+          "[runtime][manager]") {
   auto options = local_options();
   auto elector = std::make_shared<FakeElector>();
   options.leader_elector = elector;
@@ -240,7 +242,8 @@ TEST_CASE("/metrics asks the authorizer when one is configured", "[runtime][mana
   CHECK(exit_code.get() == 0);
 }
 
-TEST_CASE("secure metrics: /metrics over HTTPS (self-signed) and authorized, probes plain", "[runtime][manager][tls]") {
+TEST_CASE("secure metrics: /metrics over HTTPS (self-signed) and authorized, probes plain",
+          "[runtime][manager][tls]") {
   using myop::runtime::testing::https_get;
   auto options = local_options();
   options.metrics_secure = true;
@@ -255,13 +258,15 @@ TEST_CASE("secure metrics: /metrics over HTTPS (self-signed) and authorized, pro
   auto allowed = https_get(manager.metrics_port(), "Bearer good");
   CHECK(allowed.status == 200);
   CHECK_FALSE(allowed.served_serial.empty());
-  CHECK_THROWS(http_request(manager.metrics_port(), "/metrics", boost::beast::http::verb::get, "Bearer good"));
+  CHECK_THROWS(
+      http_request(manager.metrics_port(), "/metrics", boost::beast::http::verb::get, "Bearer good"));
   CHECK(http_request(manager.probe_port(), "/healthz").status == 200);
   stop.request_stop();
   CHECK(exit_code.get() == 0);
 }
 
-TEST_CASE("secure metrics with a cert dir that has no certificate does not start", "[runtime][manager][tls]") {
+TEST_CASE("secure metrics with a cert dir that has no certificate does not start",
+          "[runtime][manager][tls]") {
   auto options = local_options();
   options.metrics_secure = true;
   options.metrics_cert_dir = "/nonexistent/metrics-certs";

@@ -23,10 +23,14 @@ inline std::optional<double> metric_value(prometheus::Registry& registry, const 
       }
       if (!match) continue;
       switch (family.type) {
-        case prometheus::MetricType::Counter: return metric.counter.value;
-        case prometheus::MetricType::Gauge: return metric.gauge.value;
-        case prometheus::MetricType::Histogram: return static_cast<double>(metric.histogram.sample_count);
-        default: return std::nullopt;
+        case prometheus::MetricType::Counter:
+          return metric.counter.value;
+        case prometheus::MetricType::Gauge:
+          return metric.gauge.value;
+        case prometheus::MetricType::Histogram:
+          return static_cast<double>(metric.histogram.sample_count);
+        default:
+          return std::nullopt;
       }
     }
   }

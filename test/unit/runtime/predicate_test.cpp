@@ -37,7 +37,8 @@ TEST_CASE("primary events map to the object at the DESIGN.md priorities", "[runt
   auto object = make_named("tenant", "x");
   CHECK(mapper({EventType::updated, object, object}) ==
         std::vector<EnqueueRequest>{{{"tenant", "x"}, Priority::high}});
-  CHECK(mapper({EventType::deleted, object}) == std::vector<EnqueueRequest>{{{"tenant", "x"}, Priority::high}});
+  CHECK(mapper({EventType::deleted, object}) ==
+        std::vector<EnqueueRequest>{{{"tenant", "x"}, Priority::high}});
   ObjectEvent initial{EventType::added, object};
   initial.initial_list = true;
   CHECK(mapper(initial) == std::vector<EnqueueRequest>{{{"tenant", "x"}, Priority::low}});
@@ -49,20 +50,26 @@ TEST_CASE("owned events map to the controller owner", "[runtime][event_handler]"
   auto child = make_owned("tenant", "x-deploy", "myorg.io/v1alpha1", "MyResource", "x");
   CHECK(mapper({EventType::updated, child, child}) ==
         std::vector<EnqueueRequest>{{{"tenant", "x"}, Priority::normal}});
-  CHECK(mapper({EventType::deleted, child}) == std::vector<EnqueueRequest>{{{"tenant", "x"}, Priority::high}});
+  CHECK(mapper({EventType::deleted, child}) ==
+        std::vector<EnqueueRequest>{{{"tenant", "x"}, Priority::high}});
   // Other owner kinds, other groups and non-controller owners are ignored.
   CHECK(mapper({EventType::updated, make_owned("t", "d", "apps/v1", "ReplicaSet", "x")}).empty());
   CHECK(mapper({EventType::updated, make_owned("t", "d", "other.io/v1", "MyResource", "x")}).empty());
-  CHECK(mapper({EventType::updated, make_owned("t", "d", "myorg.io/v1alpha1", "MyResource", "x", false)}).empty());
+  CHECK(mapper({EventType::updated, make_owned("t", "d", "myorg.io/v1alpha1", "MyResource", "x", false)})
+            .empty());
   // A child handed to another owner notifies both.
   auto moved = make_owned("tenant", "x-deploy", "myorg.io/v1alpha1", "MyResource", "y");
-  CHECK(mapper({EventType::updated, moved, child}) ==
-        std::vector<EnqueueRequest>{{{"tenant", "y"}, Priority::normal}, {{"tenant", "x"}, Priority::normal}});
+  CHECK(
+      mapper({EventType::updated, moved, child}) ==
+      std::vector<EnqueueRequest>{{{"tenant", "y"}, Priority::normal}, {{"tenant", "x"}, Priority::normal}});
 }
 
 TEST_CASE("mapped events use the given priority except in the background", "[runtime][event_handler]") {
-  auto mapper = enqueue_mapped([](const ObjectEvent&) { return std::vector<ObjectKey>{{"a", "1"}, {"b", "2"}}; },
-                               Priority::high);
+  auto mapper = enqueue_mapped(
+      [](const ObjectEvent&) {
+        return std::vector<ObjectKey>{{"a", "1"}, {"b", "2"}};
+      },
+      Priority::high);
   auto object = make_named("config", "flags");
   CHECK(mapper({EventType::updated, object, object}) ==
         std::vector<EnqueueRequest>{{{"a", "1"}, Priority::high}, {{"b", "2"}, Priority::high}});

@@ -22,7 +22,8 @@ bool contains(const std::vector<std::string>& values, const std::string& value) 
 
 }  // namespace
 
-TEST_CASE("a self-signed certificate names its hosts, is valid now, and differs every time", "[runtime][tls]") {
+TEST_CASE("a self-signed certificate names its hosts, is valid now, and differs every time",
+          "[runtime][tls]") {
   const CertificatePair first = make_pair({"my-operator", "localhost", "127.0.0.1", "::1"});
   CHECK(first.certificate_pem.find("-----BEGIN CERTIFICATE-----") == 0);
   CHECK(first.key_pem.find("PRIVATE KEY-----") != std::string::npos);

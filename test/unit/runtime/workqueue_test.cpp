@@ -341,7 +341,9 @@ TEST_CASE("randomized operations keep the queue's invariants", "[runtime][workqu
     if (!item) return;
     held.erase(item->key);
     switch (how) {
-      case 0: queue.done(*item, Completion::success()); break;
+      case 0:
+        queue.done(*item, Completion::success());
+        break;
       case 1:
         queue.done(*item, Completion::retry());
         owed[item->key] = true;
@@ -364,13 +366,20 @@ TEST_CASE("randomized operations keep the queue's invariants", "[runtime][workqu
       case 0:
       case 1: {
         const ObjectKey k = random_key();
-        queue.add(k, {static_cast<Priority>(pick(3)), std::chrono::milliseconds(pick(3) == 0 ? pick(50) : 0)});
+        queue.add(k,
+                  {static_cast<Priority>(pick(3)), std::chrono::milliseconds(pick(3) == 0 ? pick(50) : 0)});
         owed[k] = true;
         break;
       }
-      case 2: take(pick(kWorkers)); break;
-      case 3: finish(pick(kWorkers), pick(5) == 0 ? 1 + pick(2) : 0); break;
-      default: fixture.clock->advance(std::chrono::milliseconds(pick(5))); break;
+      case 2:
+        take(pick(kWorkers));
+        break;
+      case 3:
+        finish(pick(kWorkers), pick(5) == 0 ? 1 + pick(2) : 0);
+        break;
+      default:
+        fixture.clock->advance(std::chrono::milliseconds(pick(5)));
+        break;
     }
     check_depth();
   }

@@ -226,9 +226,11 @@ TEST_CASE("security: the Kubernetes reviewer sends a TokenReview and a SubjectAc
   CHECK(forbidden.error().reason == kube::Reason::Forbidden);
 }
 
-TEST_CASE("security: the RBAC verb of a /metrics request is the lower-cased HTTP method, as the API server names it "
-          "for non-resource URLs",
-          "[security][metrics]") {
+TEST_CASE(
+    "security: the RBAC verb of a /metrics request is the lower-cased HTTP method, as the API server names "
+    "it "
+    "for non-resource URLs",
+    "[security][metrics]") {
   CHECK(non_resource_verb("GET") == "get");
   // Non-resource requests: RequestInfo keeps strings.ToLower(method); only resource requests map
   // HEAD to get. A role with verbs [get] on /metrics does not allow HEAD on the API server either.
