@@ -42,6 +42,9 @@
 namespace {
 
 using namespace std::chrono_literals;
+
+// The baseline knows only the client layer, as a hand-written operator would.
+const myop::kube::ResourceType kMyResources{"myorg.io", "v1alpha1", "myresources", true, "MyResource"};
 using myop::kube::Client;
 using myop::kube::PatchType;
 using myop::kube::Reason;
@@ -171,7 +174,7 @@ class Baseline {
   }
 
   bool create(const std::string& ns, const std::string& name) {
-    auto mr = myop::kube::resources::my_resources();
+    auto mr = kMyResources;
     // 1. Finalizer, retried until the harness has created the object.
     auto owner = retry_until([&] {
       return client_->patch(mr, ns, name, PatchType::Merge,
@@ -212,7 +215,7 @@ class Baseline {
   }
 
   bool update(const std::string& ns, const std::string& name) {
-    auto mr = myop::kube::resources::my_resources();
+    auto mr = kMyResources;
     // Wait (with reads) until the harness's change is visible.
     std::int64_t generation = 0;
     std::int64_t replicas = 1;
@@ -244,7 +247,7 @@ class Baseline {
   }
 
   bool remove(const std::string& ns, const std::string& name) {
-    auto mr = myop::kube::resources::my_resources();
+    auto mr = kMyResources;
     while (true) {
       auto object = client_->get(mr, ns, name);
       if (!object && object.error().reason == Reason::NotFound) return true;  // already gone
@@ -267,7 +270,7 @@ class Baseline {
     std::string ns, name, image;
     int failures = 0;
     while (std::cin >> ns >> name >> image) {
-      auto object = client_->get(myop::kube::resources::my_resources(), ns, name);
+      auto object = client_->get(kMyResources, ns, name);
       bool ok = false;
       if (object) {
         std::int64_t replicas =
@@ -291,10 +294,8 @@ class Baseline {
         R"(,"replicas":)" + std::to_string(replicas) +
         R"(,"conditions":[{"type":"Ready","status":"True","reason":"Available","message":"raw baseline","observedGeneration":)" +
         gen + R"(,"lastTransitionTime":")" + now_rfc3339() + R"("}]}})";
-    auto patched = retry_until([&] {
-      return client_->patch(myop::kube::resources::my_resources(), ns, name, PatchType::Merge, status, {},
-                            "status");
-    });
+    auto patched = retry_until(
+        [&] { return client_->patch(kMyResources, ns, name, PatchType::Merge, status, {}, "status"); });
     return static_cast<bool>(patched);
   }
 

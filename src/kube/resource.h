@@ -47,7 +47,6 @@ inline ResourceType events() { return {"events.k8s.io", "v1", "events", true, "E
 inline ResourceType custom_resource_definitions() {
   return {"apiextensions.k8s.io", "v1", "customresourcedefinitions", false, "CustomResourceDefinition"};
 }
-inline ResourceType my_resources() { return {"myorg.io", "v1alpha1", "myresources", true, "MyResource"}; }
 }  // namespace resources
 
 }  // namespace myop::kube

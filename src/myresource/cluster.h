@@ -1,6 +1,6 @@
 // What the MyResource reconciler needs from the cluster, as one narrow interface: reads from the
 // informer caches, the few writes it makes, and events. The reconciler is tested against a fake
-// of this interface; kube_cluster.h implements it with the real client and informers.
+// of this interface; kube_cluster.h implements it with the manager's caches and cached writer.
 #pragma once
 
 #include <memory>
@@ -32,23 +32,25 @@ class Cluster {
   // The operator-wide feature flags (from the watched ConfigMap) as they are now.
   virtual Features features() = 0;
 
+  // Writes go through the manager's cached writer: each returns the object as stored, which the
+  // caches already hold when the call returns (read-your-own-writes), or the API's error unchanged.
+
   // Server-side apply of a complete desired Deployment with field manager my-operator and force
-  // (the operator owns these fields; a hand edit loses them back). The cache takes the answer.
-  virtual kube::Result<void> apply_deployment(const kube::Object& desired,
-                                              std::string_view based_on_resource_version,
-                                              std::stop_token stop) = 0;
-  // Foreground deletion with a UID precondition (never deletes a same-named successor).
-  virtual kube::Result<void> delete_deployment(std::string_view namespace_name, std::string_view name,
-                                               std::string_view uid, std::stop_token stop) = 0;
-  // Replaces metadata.finalizers, with a resourceVersion precondition (409 when the object moved on).
-  virtual kube::Result<void> set_myresource_finalizers(std::string_view namespace_name, std::string_view name,
-                                                       const std::vector<std::string>& finalizers,
-                                                       std::string_view resource_version,
-                                                       std::stop_token stop) = 0;
+  // (the operator owns these fields; a hand edit loses them back).
+  virtual kube::Result<ObjectPointer> apply_deployment(const kube::Object& desired, std::stop_token stop) = 0;
+  // Foreground deletion with a UID precondition (never deletes a same-named successor). The
+  // Deployment while the deletion waits for its pods, null once it is gone.
+  virtual kube::Result<ObjectPointer> delete_deployment(std::string_view namespace_name,
+                                                        std::string_view name, std::string_view uid,
+                                                        std::stop_token stop) = 0;
+  // Replaces metadata.finalizers of `myresource`, on the condition that it is still at its
+  // resourceVersion (409 when the object moved on).
+  virtual kube::Result<ObjectPointer> set_myresource_finalizers(const kube::Object& myresource,
+                                                                const std::vector<std::string>& finalizers,
+                                                                std::stop_token stop) = 0;
   // Server-side apply of the status subresource (body from status_apply_body).
-  virtual kube::Result<void> apply_myresource_status(const kube::Object& body,
-                                                     std::string_view based_on_resource_version,
-                                                     std::stop_token stop) = 0;
+  virtual kube::Result<ObjectPointer> apply_myresource_status(const kube::Object& body,
+                                                              std::stop_token stop) = 0;
 
   // type is "Normal" or "Warning"; reason CamelCase; duplicates may be folded by the implementation.
   virtual void record_event(const EventSubject& subject, std::string_view type, std::string_view reason,

@@ -1,22 +1,24 @@
-// Cluster (cluster.h) on the real API server: reads from the informers' caches, writes with the
-// kube client, and puts every write's answer back into the cache (read-your-own-writes), so the next
-// reconcile does not act on a stale object and write again.
+// Cluster (cluster.h) and OrphanSweepCluster (orphan_sweeper.h) on the real API server: reads from
+// the manager's shared caches, writes through its cached writer (which puts every answer back into
+// the caches, so the next reconcile does not act on a stale object and write again), events through
+// its recorder.
 #pragma once
 
 #include <functional>
 #include <memory>
 
-#include "kube/client.h"
 #include "myresource/cluster.h"
+#include "myresource/orphan_sweeper.h"
 #include "runtime/event_recorder.h"
 #include "runtime/informer_set.h"
+#include "runtime/writer.h"
 
 namespace myop::myresource {
 
-class KubeCluster final : public Cluster {
+class KubeCluster final : public Cluster, public OrphanSweepCluster {
  public:
-  // Events go through the runtime's recorder (queued, rate-limited, repeats folded into a series).
-  KubeCluster(std::shared_ptr<kube::Client> client, std::shared_ptr<runtime::InformerSet> myresources,
+  // `writer` belongs to the manager, which outlives every controller and runnable it runs.
+  KubeCluster(runtime::Writer& writer, std::shared_ptr<runtime::InformerSet> myresources,
               std::shared_ptr<runtime::InformerSet> deployments, std::function<Features()> features,
               std::shared_ptr<runtime::EventRecorder> recorder);
 
@@ -24,22 +26,24 @@ class KubeCluster final : public Cluster {
   ObjectPointer get_deployment(std::string_view namespace_name, std::string_view name) override;
   Features features() override;
 
-  kube::Result<void> apply_deployment(const kube::Object& desired, std::string_view based_on_resource_version,
-                                      std::stop_token stop) override;
-  kube::Result<void> delete_deployment(std::string_view namespace_name, std::string_view name,
-                                       std::string_view uid, std::stop_token stop) override;
-  kube::Result<void> set_myresource_finalizers(std::string_view namespace_name, std::string_view name,
-                                               const std::vector<std::string>& finalizers,
-                                               std::string_view resource_version,
-                                               std::stop_token stop) override;
-  kube::Result<void> apply_myresource_status(const kube::Object& body,
-                                             std::string_view based_on_resource_version,
-                                             std::stop_token stop) override;
+  kube::Result<ObjectPointer> apply_deployment(const kube::Object& desired, std::stop_token stop) override;
+  kube::Result<ObjectPointer> delete_deployment(std::string_view namespace_name, std::string_view name,
+                                                std::string_view uid, std::stop_token stop) override;
+  kube::Result<ObjectPointer> set_myresource_finalizers(const kube::Object& myresource,
+                                                        const std::vector<std::string>& finalizers,
+                                                        std::stop_token stop) override;
+  kube::Result<ObjectPointer> apply_myresource_status(const kube::Object& body,
+                                                      std::stop_token stop) override;
   void record_event(const EventSubject& subject, std::string_view type, std::string_view reason,
                     std::string_view action, std::string_view message) override;
 
+  // OrphanSweepCluster
+  std::vector<ObjectPointer> managed_deployments() override;
+  ObjectPointer get_myresource(const runtime::ObjectKey& key) override;
+  kube::Result<void> delete_orphan(const Orphan& orphan, std::stop_token stop) override;
+
  private:
-  std::shared_ptr<kube::Client> client_;
+  runtime::Writer& writer_;
   std::shared_ptr<runtime::InformerSet> myresources_;
   std::shared_ptr<runtime::InformerSet> deployments_;
   std::function<Features()> features_;

@@ -10,14 +10,12 @@
 #include "myresource/owned_fields.h"
 #include "myresource/status.h"
 #include "myresource/types.h"
+#include "runtime/finalizer.h"
 
 namespace myop::myresource {
 namespace {
 
 using runtime::ReconcileResult;
-
-// The garbage collector's finalizer for a deletion with propagationPolicy Orphan.
-constexpr std::string_view kOrphanDependentsFinalizer = "orphan";
 
 EventSubject subject_of(const MyResource& resource) {
   return {std::string(kApiVersion), std::string(kKind),    resource.metadata.namespace_name,
@@ -55,42 +53,38 @@ void announce_condition_changes(Cluster& cluster, const MyResource& resource, co
   }
 }
 
+// Why a step failed: what the reconciler was doing, and the API's error when it came from the API
+// (kept typed up to the controller, which treats a 409 differently from a real failure).
+struct Failure {
+  std::string context;
+  std::optional<kube::Error> error;
+
+  std::string message() const { return error ? context + ": " + error->to_string() : context; }
+  ReconcileResult result() const {
+    return error ? ReconcileResult::error(*error, context) : ReconcileResult::error(context);
+  }
+};
+
+// One reconcile of one MyResource, as of the object it was given (the finalizer helper hands over
+// the object its own write returned, so the resourceVersion is current without a second read).
 class Pass {
  public:
   Pass(Cluster& cluster, const ReconcilerOptions& options, StaleDeploymentWaits& stale_waits,
-       const runtime::ReconcileRequest& request, ParsedMyResource parsed, std::string resource_version)
+       const runtime::ReconcileRequest& request, const ObjectPointer& object)
       : cluster_(cluster),
         options_(options),
         stale_waits_(stale_waits),
         request_(request),
-        parsed_(std::move(parsed)),
+        parsed_(parse_myresource(object->json())),
         resource_(parsed_.resource),
-        resource_version_(std::move(resource_version)),
         now_(options.now()) {}
 
-  ReconcileResult run() {
-    if (resource_.metadata.deletion_timestamp) return finalize();
-    if (!resource_.metadata.has_finalizer(kFinalizer)) {
-      std::vector<std::string> finalizers = resource_.metadata.finalizers;
-      finalizers.emplace_back(kFinalizer);
-      auto added =
-          cluster_.set_myresource_finalizers(resource_.metadata.namespace_name, resource_.metadata.name,
-                                             finalizers, resource_version_, request_.stop);
-      if (!added) return ReconcileResult::error("adding finalizer: " + added.error().to_string());
-      // The write bumped resourceVersion and the cache holds the answer. The status apply below has
-      // no precondition, but the cache takes its answer only when based on the version it holds:
-      // based on the old one, the next reconcile would still see no status and write it again.
-      if (ObjectPointer current =
-              cluster_.get_myresource(resource_.metadata.namespace_name, resource_.metadata.name)) {
-        resource_version_ = std::string(current->resource_version());
-      }
-    }
-
+  ReconcileResult apply() {
     if (!parsed_.valid()) {
       StatusInputs inputs;
       inputs.spec_problems = parsed_.problems;
       inputs.stable = observe(deployment_name(resource_.metadata.name, Track::Stable));
-      if (auto written = write_status(inputs); !written.empty()) return ReconcileResult::error(written);
+      if (auto failed = write_status(inputs)) return failed->result();
       return ReconcileResult::terminal_error("invalid spec: " + parsed_.problem_message());
     }
 
@@ -102,15 +96,15 @@ class Pass {
         std::string(desired_stable.view().annotation(kSpecHashAnnotation).value_or(""));
 
     if (resource_.spec.paused) {
-      if (auto written = write_status(inputs); !written.empty()) return ReconcileResult::error(written);
+      if (auto failed = write_status(inputs)) return failed->result();
       return ReconcileResult::done();
     }
 
-    std::optional<std::string> error = converge(Track::Stable, desired_stable);
+    std::optional<Failure> failure = converge(Track::Stable, desired_stable);
     inputs.stable = observe(deployment_name(resource_.metadata.name, Track::Stable));
 
     std::optional<runtime::Duration> requeue_after;
-    if (!error) {
+    if (!failure) {
       std::string canary_name = deployment_name(resource_.metadata.name, Track::Canary);
       CanaryDecision canary = decide_canary(resource_, features, observe(canary_name), now_);
       if (canary.event) {
@@ -118,69 +112,62 @@ class Pass {
                               canary.event->message);
       }
       if (canary.action == CanaryAction::Apply) {
-        error = converge(Track::Canary, desired_canary_deployment(resource_, canary.plan));
+        failure = converge(Track::Canary, desired_canary_deployment(resource_, canary.plan));
       } else if (canary.action == CanaryAction::Delete) {
-        error = remove_child(canary_name);
+        failure = remove_child(canary_name);
       }
       if (canary.requeue_after) requeue_after = *canary.requeue_after;
       inputs.canary = std::move(canary);
     }
-    inputs.reconcile_error = error;
+    if (failure) inputs.reconcile_error = failure->message();
 
-    if (!error) {
+    if (!failure) {
       if (auto wait = wait_for_deployment_controller(inputs)) {
         return ReconcileResult::requeue_after(requeue_after ? std::min(*requeue_after, *wait) : *wait);
       }
     }
-    if (auto written = write_status(inputs); !written.empty() && !error) error = written;
-    if (error) return ReconcileResult::error(*error);
+    std::optional<Failure> status_failure = write_status(inputs);
+    if (failure) return failure->result();
+    if (status_failure) return status_failure->result();
     if (requeue_after) return ReconcileResult::requeue_after(*requeue_after);
     return ReconcileResult::done();
   }
 
- private:
-  ReconcileResult finalize() {
-    if (!resource_.metadata.has_finalizer(kFinalizer)) return ReconcileResult::done();
-    std::optional<std::string> cleanup_error;
+  // Deletion: the children are removed (foreground, so they are gone only after their pods) and
+  // waited for; the finalizer helper drops the finalizer once this returns done. Kept children
+  // (propagationPolicy Orphan) are left to the garbage collector, which takes their owner
+  // references away.
+  ReconcileResult cleanup(runtime::DependentsPolicy policy) {
+    std::optional<Failure> cleanup_failure;
     bool children_left = false;
-    // `kubectl delete --cascade=orphan` (propagationPolicy Orphan) leaves the API server's "orphan"
-    // finalizer on the object: the user keeps the children and the garbage collector takes their
-    // owner references away. Deleting them here would override that request.
-    const bool keep_children = resource_.metadata.has_finalizer(kOrphanDependentsFinalizer);
     for (Track track : {Track::Canary, Track::Stable}) {
-      if (keep_children) break;
+      if (policy == runtime::DependentsPolicy::keep) break;
       std::string name = deployment_name(resource_.metadata.name, track);
       ObjectPointer child = cluster_.get_deployment(resource_.metadata.namespace_name, name);
       if (child == nullptr || !controlled_by(*child, resource_)) continue;
       children_left = true;
       if (child->view().is_being_deleted()) continue;  // already asked; wait for it
-      if (auto error = remove_child(name)) cleanup_error = error;
+      if (auto failed = remove_child(name)) cleanup_failure = failed;
     }
+    if (!cleanup_failure && !children_left) return ReconcileResult::done();
     StatusInputs inputs;
     inputs.deleting = true;
-    inputs.cleanup_error = cleanup_error;
+    if (cleanup_failure) inputs.cleanup_error = cleanup_failure->message();
     inputs.stable = observe(deployment_name(resource_.metadata.name, Track::Stable));
-    if (cleanup_error) {
-      write_status(inputs);
-      return ReconcileResult::error("cleanup: " + *cleanup_error);
+    std::optional<Failure> status_failure = write_status(inputs);
+    if (cleanup_failure) {
+      // The cleanup error decides the retry; a status that could not say so is part of the message.
+      Failure failure = *cleanup_failure;
+      failure.context = "cleanup: " + failure.context;
+      if (status_failure)
+        failure.context += " (and the status could not be written: " + status_failure->message() + ")";
+      return failure.result();
     }
-    if (children_left) {
-      write_status(inputs);
-      return ReconcileResult::requeue_after(options_.deletion_poll);
-    }
-    std::vector<std::string> finalizers;
-    for (const std::string& finalizer : resource_.metadata.finalizers) {
-      if (finalizer != kFinalizer) finalizers.push_back(finalizer);
-    }
-    auto removed =
-        cluster_.set_myresource_finalizers(resource_.metadata.namespace_name, resource_.metadata.name,
-                                           finalizers, resource_version_, request_.stop);
-    if (!removed && !kube::is_not_found(removed.error())) {
-      return ReconcileResult::error("removing finalizer: " + removed.error().to_string());
-    }
-    return ReconcileResult::done();
+    if (status_failure) return status_failure->result();
+    return ReconcileResult::requeue_after(options_.deletion_poll);
   }
 
+ private:
   Features effective_features() {
     Features base = cluster_.features();
     auto annotation = resource_.metadata.annotation(kFeaturesAnnotation);
@@ -200,31 +187,31 @@ class Pass {
   }
 
   // Applies `desired` unless the live child already holds every field we own.
-  std::optional<std::string> converge(Track track, const kube::Object& desired) {
+  std::optional<Failure> converge(Track track, const kube::Object& desired) {
     std::string name = deployment_name(resource_.metadata.name, track);
     ObjectPointer live = cluster_.get_deployment(resource_.metadata.namespace_name, name);
-    std::string based_on;
     if (live != nullptr) {
       if (!controlled_by(*live, resource_) && !adoptable(*live, resource_, track)) {
-        return "Deployment " + name +
-               " exists and is not controlled by this MyResource; delete or rename it so the operator can "
-               "create its own";
+        return Failure{
+            "Deployment " + name +
+                " exists and is not controlled by this MyResource; delete or rename it so the operator "
+                "can create its own",
+            std::nullopt};
       }
       if (owned_fields_match(desired.json(), live->json())) return std::nullopt;
-      based_on = std::string(live->resource_version());
     }
-    auto applied = cluster_.apply_deployment(desired, based_on, request_.stop);
-    if (!applied) return "applying Deployment " + name + ": " + applied.error().to_string();
+    auto applied = cluster_.apply_deployment(desired, request_.stop);
+    if (!applied) return Failure{"applying Deployment " + name, std::move(applied).error()};
     return std::nullopt;
   }
 
-  std::optional<std::string> remove_child(const std::string& name) {
+  std::optional<Failure> remove_child(const std::string& name) {
     ObjectPointer live = cluster_.get_deployment(resource_.metadata.namespace_name, name);
     if (live == nullptr || !controlled_by(*live, resource_)) return std::nullopt;
     auto removed =
         cluster_.delete_deployment(resource_.metadata.namespace_name, name, live->uid(), request_.stop);
     if (!removed && !kube::is_not_found(removed.error())) {
-      return "deleting Deployment " + name + ": " + removed.error().to_string();
+      return Failure{"deleting Deployment " + name, std::move(removed).error()};
     }
     return std::nullopt;
   }
@@ -249,15 +236,15 @@ class Pass {
     return remaining;
   }
 
-  // Writes the status when it changed; returns an error message or "".
-  std::string write_status(const StatusInputs& inputs) {
+  // Writes the status when it changed. A failure must be handled: it is the reconcile's result
+  // unless a failure that came first decides it.
+  [[nodiscard]] std::optional<Failure> write_status(const StatusInputs& inputs) {
     Status desired = compute_status(resource_, inputs, now_);
-    if (!status_changed(resource_.status, desired)) return "";
-    auto written = cluster_.apply_myresource_status(status_apply_body(resource_, desired), resource_version_,
-                                                    request_.stop);
-    if (!written) return "writing status: " + written.error().to_string();
+    if (!status_changed(resource_.status, desired)) return std::nullopt;
+    auto written = cluster_.apply_myresource_status(status_apply_body(resource_, desired), request_.stop);
+    if (!written) return Failure{"writing status", std::move(written).error()};
     announce_condition_changes(cluster_, resource_, resource_.status, desired);
-    return "";
+    return std::nullopt;
   }
 
   Cluster& cluster_;
@@ -266,7 +253,6 @@ class Pass {
   const runtime::ReconcileRequest& request_;
   ParsedMyResource parsed_;
   const MyResource& resource_;
-  std::string resource_version_;
   WallTime now_;
 };
 
@@ -304,9 +290,18 @@ runtime::ReconcileResult MyResourceReconciler::reconcile(const runtime::Reconcil
     stale_waits_.forget(request.key.namespace_name + "/" + request.key.name);
     return ReconcileResult::done();
   }
-  Pass pass(*cluster_, options_, stale_waits_, request, parse_myresource(object->json()),
-            std::string(object->resource_version()));
-  return pass.run();
+  const runtime::SetFinalizers set_finalizers = [&](const kube::Object& current,
+                                                    const std::vector<std::string>& finalizers) {
+    return cluster_->set_myresource_finalizers(current, finalizers, request.stop);
+  };
+  runtime::FinalizerSteps steps;
+  steps.apply = [&](const ObjectPointer& current) {
+    return Pass(*cluster_, options_, stale_waits_, request, current).apply();
+  };
+  steps.cleanup = [&](const ObjectPointer& current, runtime::DependentsPolicy policy) {
+    return Pass(*cluster_, options_, stale_waits_, request, current).cleanup(policy);
+  };
+  return runtime::reconcile_with_finalizer(object, kFinalizer, set_finalizers, steps);
 }
 
 }  // namespace myop::myresource

@@ -2,10 +2,11 @@
 // Deployments from the caches and converges, writing only what differs:
 //
 //   1. Gone from the cache: nothing to do (owner references let the garbage collector take the rest).
-//   2. Being deleted: delete the children (foreground, UID precondition), wait until they are gone
-//      from the cache, then drop the finalizer. Failures: Degraded/CleanupFailed, Warning event,
-//      retry with backoff.
-//   3. Add the finalizer if missing (never while being deleted).
+//   2. The finalizer protocol of runtime/finalizer.h: the finalizer is added before anything else
+//      (never while being deleted); on deletion, the children are deleted (foreground, UID
+//      precondition) and waited for, then the finalizer is dropped. Failures: Degraded/CleanupFailed,
+//      a Warning event, retry with backoff. `kubectl delete --cascade=orphan` keeps the children.
+//   3. API errors stay typed (kube::Error) up to the controller: a 409 is requeued, not a failure.
 //   4. Invalid spec (got past the API server): Degraded/InvalidSpec, a Warning event, no retry (the
 //      next spec change brings the next reconcile). Paused: status only.
 //   5. Stable Deployment: apply when the spec hash or any field we own differs (hand edits too).

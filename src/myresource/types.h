@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "kube/object.h"
+#include "kube/resource.h"
 #include "myresource/conditions.h"
 
 namespace myop::myresource {
@@ -23,6 +24,11 @@ inline constexpr std::string_view kVersion = "v1alpha1";
 inline constexpr std::string_view kApiVersion = "myorg.io/v1alpha1";
 inline constexpr std::string_view kKind = "MyResource";
 inline constexpr std::string_view kPlural = "myresources";
+
+// The REST collection of MyResources: the one definition every part of the operator uses.
+inline kube::ResourceType myresource_type() {
+  return {std::string(kGroup), std::string(kVersion), std::string(kPlural), true, std::string(kKind)};
+}
 
 inline constexpr std::string_view kFinalizer = "myorg.io/finalizer";
 inline constexpr std::string_view kFieldManager = "my-operator";

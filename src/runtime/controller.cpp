@@ -191,6 +191,19 @@ void Controller::process(const WorkItem& item) {
       handled_event = true;
       break;
     case ReconcileResult::Kind::error:
+      if (result.is_conflict()) {
+        // The cache was behind the server (someone wrote in between): the watch is bringing the newer
+        // object, so look again shortly without moving the key up the backoff schedule.
+        result_label = "requeue";
+        completion = Completion::after(options_.conflict_requeue_delay);
+        log(spdlog::level::debug, "Conflict, requeueing",
+            {{"controller", options_.name},
+             {"namespace", item.key.namespace_name},
+             {"name", item.key.name},
+             {"reconcileID", reconcile_id},
+             {"error", result.message()}});
+        break;
+      }
       result_label = "error";
       completion = Completion::retry();
       metrics_.reconcile_error();

@@ -5,6 +5,7 @@
 // - At most `max_concurrent_reconciles` reconciles run at once, never two for one key.
 // - A reconcile gets a deadline; when it passes, the request's stop token is triggered (the
 //   kube client honours it) and the worker is expected to return an error soon after.
+// - A 409 Conflict (the cache was behind) is requeued shortly, not counted as a failure.
 // - An exception from the reconciler is counted (controller_runtime_reconcile_panics_total),
 //   logged and retried with backoff; it never escapes a worker.
 // - stop() stops taking work, lets in-flight reconciles finish within a grace period, then cancels.
@@ -33,6 +34,8 @@ struct ControllerOptions {
   std::string name = "controller";
   int max_concurrent_reconciles = 4;
   Duration reconcile_timeout = std::chrono::minutes(1);
+  // A reconcile that ended in 409 Conflict is looked at again after this, without backoff.
+  Duration conflict_requeue_delay = std::chrono::milliseconds(100);
   // Queue tuning; its name, clock and metrics are set by the controller.
   WorkQueueOptions queue{};
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();

@@ -26,7 +26,10 @@ void strip_for_cache(kube::Object& object) {
 }
 
 Informer::Informer(std::shared_ptr<kube::WatchSource> source, InformerOptions options)
-    : source_(std::move(source)), options_(std::move(options)), cache_(options_.cache) {
+    : source_(std::move(source)),
+      options_(std::move(options)),
+      selector_(Selector::parse(options_.watcher.label_selector, options_.watcher.field_selector)),
+      cache_(options_.cache) {
   if (!options_.clock) options_.clock = std::make_shared<SteadyClock>();
 }
 
@@ -158,22 +161,33 @@ void Informer::handle(kube::WatcherEvent event) {
   }
 }
 
-bool Informer::observe_write(const rapidjson::Value& returned_object,
-                             std::string_view based_on_resource_version) {
-  if (!returned_object.IsObject()) return false;
-  auto copy = kube::Object::copy_of(returned_object);
-  if (copy.name().empty() || copy.resource_version().empty()) return false;
-  if (!options_.namespace_name.empty() && copy.namespace_name() != options_.namespace_name) return false;
-  ObjectPointer object = prepare(std::move(copy));
-  const ObjectKey key = key_of(*object);
+std::string Informer::cached_resource_version(const ObjectKey& key) const {
+  ObjectPointer current = cache_.get(key);
+  return current ? std::string(current->resource_version()) : std::string();
+}
+
+ObjectPointer Informer::store_written(const kube::JsonValue& returned_object,
+                                      std::string_view sent_at_version) {
+  if (!returned_object.IsObject() || !selector_) return nullptr;
+  const kube::ObjectView returned(returned_object);
+  if (returned.name().empty() || returned.resource_version().empty()) return nullptr;
+  if (!options_.namespace_name.empty() && returned.namespace_name() != options_.namespace_name)
+    return nullptr;
+  const ObjectKey key{std::string(returned.namespace_name()), std::string(returned.name())};
+  if (!selector_->matches(returned)) {
+    // The write took the object out of this informer's view: the watch will say so with a delete.
+    store_deleted(key, sent_at_version);
+    return nullptr;
+  }
+  ObjectPointer object = prepare(kube::Object::copy_of(returned_object));
   const TimePoint now = options_.clock->now();
   std::lock_guard lock(mutex_);
   prune_locked(now);
   ObjectPointer current = cache_.get(key);
   const std::string_view current_version = current ? current->resource_version() : std::string_view();
-  // The cache moved past the version we wrote on: the watch already delivered our write or something
-  // newer. Either way the cache must not go back.
-  if (current_version != based_on_resource_version) return false;
+  // The cache moved past the version the write was sent at: the watch already delivered our write or
+  // something newer. Either way the cache must not go back.
+  if (current_version != sent_at_version) return nullptr;
   auto [pending, inserted] = pending_writes_.try_emplace(key);
   if (inserted) pending->second.previous = current;  // keep what subscribers saw before our first write
   pending->second.resource_version = std::string(object->resource_version());
@@ -181,14 +195,15 @@ bool Informer::observe_write(const rapidjson::Value& returned_object,
   cache_.put(object);
   // A relist in progress may predate this write: do not let its end delete what we just wrote.
   cache_.mark(key, list_epoch_);
-  return true;
+  return object;
 }
 
-void Informer::observe_delete(const ObjectKey& key) {
+void Informer::store_deleted(const ObjectKey& key, std::string_view sent_at_version) {
   const TimePoint now = options_.clock->now();
   std::lock_guard lock(mutex_);
-  ObjectPointer current = cache_.erase(key);
-  if (!current) return;
+  ObjectPointer current = cache_.get(key);
+  if (!current || current->resource_version() != sent_at_version) return;
+  cache_.erase(key);
   auto [pending, inserted] = pending_writes_.try_emplace(key);
   if (inserted) pending->second.previous = current;
   pending->second.resource_version.clear();

@@ -11,10 +11,11 @@
 // - Every object goes through a transform before it is stored; the default drops
 //   metadata.managedFields and the kubectl last-applied-configuration annotation, then copies the
 //   object into a tightly sized pool (erasing does not give pool memory back).
-// - Read-your-own-writes: observe_write() puts the object a write returned into the cache at once,
-//   provided the cache still holds the version the write was based on (so nothing newer can have
-//   arrived meanwhile). Until the watch delivers the written resourceVersion, other watch events
-//   for the key (necessarily older: the stream is ordered) do not overwrite it; when it arrives,
+// - Read-your-own-writes: store_written() puts the object a write returned into the cache at once,
+//   provided the cache still holds the version it held when the write was sent (so nothing newer
+//   can have arrived meanwhile) and the object matches the informer's selectors. Only the cached
+//   writer (runtime/writer.h) calls it. Until the watch delivers the written resourceVersion, other watch
+//   events for the key (necessarily older: the stream is ordered) do not overwrite it; when it arrives,
 //   subscribers get the update as if the cache had not been touched. resourceVersions are only
 //   compared for equality, never ordered.
 // - Every resync period (10 h by default, jittered) each cached object is re-delivered as a
@@ -39,6 +40,7 @@
 #include "runtime/clock.h"
 #include "runtime/object_event.h"
 #include "runtime/runnable.h"
+#include "runtime/selector.h"
 
 namespace myop::runtime {
 
@@ -49,7 +51,7 @@ void strip_for_cache(kube::Object& object);
 
 struct InformerOptions {
   std::string name = "informer";
-  // Only objects of this namespace are accepted by observe_write ("" = any).
+  // Only objects of this namespace are accepted by store_written ("" = any).
   std::string namespace_name;
   Transform transform = strip_for_cache;
   Duration resync_period = std::chrono::hours(10);
@@ -74,12 +76,14 @@ class Informer final : public Runnable, public EventSource {
 
   const ObjectCache& cache() const { return cache_; }
 
-  // Read-your-own-writes: the object a create/update/patch returned. `based_on_resource_version`
-  // is the resourceVersion of the cached object the write started from ("" for a create).
-  // Returns true when the cache took the object.
-  bool observe_write(const rapidjson::Value& returned_object, std::string_view based_on_resource_version);
+  // The resourceVersion cached for `key` ("" when absent): what a write about to be sent is based on.
+  std::string cached_resource_version(const ObjectKey& key) const;
+  // Read-your-own-writes: the object a create/update/patch/delete returned. `sent_at_version` is
+  // cached_resource_version() taken before the request was sent. Returns what the cache now holds
+  // for it, or null when the cache did not take it (it moved on, or the object is out of scope).
+  ObjectPointer store_written(const kube::JsonValue& returned_object, std::string_view sent_at_version);
   // Read-your-own-writes for a delete that removed the object at once.
-  void observe_delete(const ObjectKey& key);
+  void store_deleted(const ObjectKey& key, std::string_view sent_at_version);
 
   // One watcher event (the watch thread calls this; unit tests call it directly).
   void handle(kube::WatcherEvent event);
@@ -102,6 +106,9 @@ class Informer final : public Runnable, public EventSource {
 
   std::shared_ptr<kube::WatchSource> source_;
   InformerOptions options_;
+  // The watch's selectors, evaluated on written objects; none when they cannot be evaluated here
+  // (then writes are left to the watch).
+  std::optional<Selector> selector_;
   ObjectCache cache_;
   std::atomic<bool> synced_{false};
 

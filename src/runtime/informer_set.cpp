@@ -96,15 +96,19 @@ std::size_t InformerSet::size() const {
   return total;
 }
 
-bool InformerSet::observe_write(const rapidjson::Value& returned_object,
-                                std::string_view based_on_resource_version) {
-  const std::string_view namespace_name = kube::ObjectView(returned_object).namespace_name();
-  Informer* informer = informer_for(namespace_name);
-  return informer && informer->observe_write(returned_object, based_on_resource_version);
+std::string InformerSet::cached_resource_version(const ObjectKey& key) const {
+  const Informer* informer = informer_for(key.namespace_name);
+  return informer ? informer->cached_resource_version(key) : std::string();
 }
 
-void InformerSet::observe_delete(const ObjectKey& key) {
-  if (Informer* informer = informer_for(key.namespace_name)) informer->observe_delete(key);
+ObjectPointer InformerSet::store_written(const kube::JsonValue& returned_object,
+                                         std::string_view sent_at_version) {
+  Informer* informer = informer_for(kube::ObjectView(returned_object).namespace_name());
+  return informer ? informer->store_written(returned_object, sent_at_version) : nullptr;
+}
+
+void InformerSet::store_deleted(const ObjectKey& key, std::string_view sent_at_version) {
+  if (Informer* informer = informer_for(key.namespace_name)) informer->store_deleted(key, sent_at_version);
 }
 
 }  // namespace myop::runtime

@@ -35,9 +35,10 @@ class InformerSet final : public Runnable, public EventSource {
   std::vector<ObjectPointer> list_by_label(std::string_view key, std::string_view value) const;
   std::size_t size() const;
 
-  // Read-your-own-writes, routed by namespace (see Informer::observe_write).
-  bool observe_write(const rapidjson::Value& returned_object, std::string_view based_on_resource_version);
-  void observe_delete(const ObjectKey& key);
+  // Read-your-own-writes, routed by namespace (see Informer::store_written); for the cached writer.
+  std::string cached_resource_version(const ObjectKey& key) const;
+  ObjectPointer store_written(const kube::JsonValue& returned_object, std::string_view sent_at_version);
+  void store_deleted(const ObjectKey& key, std::string_view sent_at_version);
 
   // Whether objects of `namespace_name` are watched.
   bool in_scope(std::string_view namespace_name) const;

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <future>
+#include <stdexcept>
 #include <thread>
 
 #include "runtime/logging.h"
@@ -39,6 +40,11 @@ void log_certificate(const std::string& message, const std::string& source,
 
 Manager::Manager(ManagerOptions options) : options_(std::move(options)) {
   if (!options_.registry) options_.registry = std::make_shared<prometheus::Registry>();
+  if (options_.client) {
+    informers_ = std::make_shared<InformerRegistry>(options_.client, options_.informers);
+    writer_ = std::make_shared<Writer>(options_.client, informers_, options_.field_manager);
+    runnables_.push_back(informers_);
+  }
   metrics_server_.handle("/metrics", [this](const HttpRequest& request) { return metrics(request); });
   probe_server_.handle("/healthz", [this] { return healthz(); });
   probe_server_.handle("/readyz", [this] { return readyz(); });
@@ -53,7 +59,26 @@ Manager::~Manager() {
 void Manager::add_collectable(std::shared_ptr<prometheus::Collectable> collectable) {
   collectables_.push_back(std::move(collectable));
 }
-void Manager::add_runnable(std::shared_ptr<Runnable> runnable) { runnables_.push_back(std::move(runnable)); }
+void Manager::add_runnable(std::shared_ptr<Runnable> runnable) {
+  (runnable->needs_leader_election() ? leader_runnables_ : runnables_).push_back(std::move(runnable));
+}
+
+InformerRegistry& Manager::informers() {
+  if (!informers_) throw std::logic_error("Manager::informers() needs ManagerOptions::client");
+  return *informers_;
+}
+
+Writer& Manager::writer() {
+  if (!writer_) throw std::logic_error("Manager::writer() needs ManagerOptions::client");
+  return *writer_;
+}
+
+std::shared_ptr<EventRecorder> Manager::event_recorder() {
+  if (!options_.client) throw std::logic_error("Manager::event_recorder() needs ManagerOptions::client");
+  std::lock_guard lock(recorder_mutex_);
+  if (!recorder_) recorder_ = std::make_shared<EventRecorder>(options_.client, options_.events);
+  return recorder_;
+}
 void Manager::add_controller(std::shared_ptr<Controller> controller) {
   controllers_.push_back(std::move(controller));
 }
@@ -225,6 +250,10 @@ int Manager::run(std::stop_token stop) {
     log(spdlog::level::info, "Became leader, starting controllers", {});
   }
   for (const auto& controller : controllers_) controller->start();
+  for (const auto& runnable : leader_runnables_) {
+    log(spdlog::level::info, "Starting", {{"runnable", runnable->name()}});
+    runnable->start();
+  }
 
   {
     std::mutex mutex;
@@ -248,6 +277,8 @@ bool Manager::shut_down() {
     stopped.push_back(
         std::async(std::launch::async, [controller, grace] { return controller->stop(grace); }));
   }
+  // Leader-only work stops next to the controllers (stop() cancels what is in flight).
+  for (const auto& runnable : leader_runnables_) runnable->stop();
   bool clean = true;
   for (auto& result : stopped) clean = result.get() && clean;
   if (options_.leader_elector && !leadership_lost_) options_.leader_elector->release();

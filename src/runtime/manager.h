@@ -1,8 +1,14 @@
 #pragma once
 // Runs an operator: serves probes and metrics, starts caches, waits until they are synced, waits
-// for leadership, starts controllers; on stop (SIGTERM/SIGINT through SignalWatcher, or lost
-// leadership) stops taking work, gives in-flight reconciles a grace period, releases the lease,
-// and stops caches and servers.
+// for leadership, starts controllers and the runnables that need leadership; on stop (SIGTERM/SIGINT
+// through SignalWatcher, or lost leadership) stops taking work, gives in-flight reconciles a grace
+// period (none when leadership was lost: another replica may be writing already), stops the
+// leader-only runnables, releases the lease, and stops caches and servers. Nothing else checks
+// leadership: whatever writes runs only while the manager has started it.
+//
+// It owns what every controller of the process shares: the informer registry (one cache per kind
+// and scope), the cached writer that feeds it, and the event recorder. runtime/builder.h assembles a
+// controller from them.
 //
 // /healthz answers 200 while the process runs (and every health check passes).
 // /readyz answers 200 once every cache has synced (and every ready check passes), else 503.
@@ -21,17 +27,31 @@
 #include <string>
 #include <vector>
 
+#include "kube/client.h"
 #include "runtime/cert_watcher.h"
 #include "runtime/clock.h"
 #include "runtime/controller.h"
+#include "runtime/event_recorder.h"
 #include "runtime/http_server.h"
+#include "runtime/informer_registry.h"
 #include "runtime/leader_elector.h"
 #include "runtime/metrics_authorizer.h"
 #include "runtime/runnable.h"
+#include "runtime/writer.h"
 
 namespace myop::runtime {
 
 struct ManagerOptions {
+  // The API client of the shared caches, the cached writer and the event recorder. Null: a manager
+  // of runnables and controllers only (informers(), writer() and event_recorder() then refuse).
+  std::shared_ptr<kube::Client> client;
+  // Field manager of the cached writer's applies and patches (names the operator in managedFields).
+  std::string field_manager;
+  // Namespaces the caches watch unless a controller asks otherwise (empty: all namespaces).
+  std::vector<std::string> namespaces;
+  InformerRegistryOptions informers{};
+  // reporting_controller must be set when event_recorder() is used.
+  EventRecorderOptions events{};
   // "0" or "" disables a server.
   std::string metrics_bind_address = ":8080";
   std::string health_probe_bind_address = ":8081";
@@ -66,8 +86,16 @@ class Manager {
   // More metrics to serve next to the registry (e.g. the API client's).
   void add_collectable(std::shared_ptr<prometheus::Collectable> collectable);
 
+  // Runnables that need leadership (needs_leader_election()) start once it is held and stop when it
+  // is lost; the others (caches) start at once and must sync before anything else starts.
   void add_runnable(std::shared_ptr<Runnable> runnable);
   void add_controller(std::shared_ptr<Controller> controller);
+
+  // The shared caches, the cached writer and the event recorder (see the top of this file).
+  InformerRegistry& informers();
+  Writer& writer();
+  std::shared_ptr<EventRecorder> event_recorder();
+  const std::vector<std::string>& namespaces() const { return options_.namespaces; }
   void add_health_check(std::string name, Check check);
   void add_ready_check(std::string name, Check check);
 
@@ -90,7 +118,12 @@ class Manager {
 
   ManagerOptions options_;
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables_;
+  std::shared_ptr<InformerRegistry> informers_;
+  std::shared_ptr<Writer> writer_;
+  std::mutex recorder_mutex_;
+  std::shared_ptr<EventRecorder> recorder_;
   std::vector<std::shared_ptr<Runnable>> runnables_;
+  std::vector<std::shared_ptr<Runnable>> leader_runnables_;
   std::vector<std::shared_ptr<Controller>> controllers_;
   std::mutex checks_mutex_;
   std::vector<std::pair<std::string, Check>> health_checks_;

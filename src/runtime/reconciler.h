@@ -4,7 +4,9 @@
 #include <optional>
 #include <stop_token>
 #include <string>
+#include <string_view>
 
+#include "kube/errors.h"
 #include "runtime/clock.h"
 #include "runtime/object_key.h"
 #include "runtime/priority.h"
@@ -51,6 +53,15 @@ class ReconcileResult {
     result.message_ = std::move(message);
     return result;
   }
+  // An API error, kept typed up to the controller: a 409 Conflict (the cache was behind the server)
+  // is requeued without counting as a failure; anything else is retried with backoff. `context`
+  // says what the reconciler was doing ("applying Deployment web").
+  static ReconcileResult error(kube::Error error, std::string_view context) {
+    ReconcileResult result(Kind::error);
+    result.message_ = std::string(context) + ": " + error.to_string();
+    result.api_error_ = std::move(error);
+    return result;
+  }
   static ReconcileResult terminal_error(std::string message) {
     ReconcileResult result(Kind::terminal_error);
     result.message_ = std::move(message);
@@ -62,6 +73,9 @@ class ReconcileResult {
   Duration delay() const { return delay_; }
   const std::optional<Priority>& priority() const { return priority_; }
   const std::string& message() const { return message_; }
+  // The API server's error behind an error result, when there was one.
+  const std::optional<kube::Error>& api_error() const { return api_error_; }
+  bool is_conflict() const { return api_error_ && kube::is_conflict(*api_error_); }
 
  private:
   explicit ReconcileResult(Kind kind) : kind_(kind) {}
@@ -69,6 +83,7 @@ class ReconcileResult {
   Duration delay_ = Duration::zero();
   std::optional<Priority> priority_;
   std::string message_;
+  std::optional<kube::Error> api_error_;
 };
 
 class Reconciler {

@@ -11,6 +11,7 @@
 
 #include "myresource/cluster_listing.h"
 #include "myresource/operator_process.h"
+#include "myresource/types.h"
 #include "support/testenv.h"
 
 using namespace myop;
@@ -263,7 +264,7 @@ TEST_CASE("deletions interrupted by a killed operator finish after its restart",
   REQUIRE(applied.ok());
   REQUIRE(eventually(
       [&] {
-        auto list = list_objects(client, kube::resources::my_resources(), ns.name());
+        auto list = list_objects(client, myresource::myresource_type(), ns.name());
         int ready = 0;
         for (const auto& item : list["items"].GetArray()) ready += ready_and_current(item) ? 1 : 0;
         return ready == kCount;
@@ -279,7 +280,7 @@ TEST_CASE("deletions interrupted by a killed operator finish after its restart",
   std::size_t left_at_kill = 0;
   REQUIRE(eventually(
       [&] {
-        left_at_kill = list_objects(client, kube::resources::my_resources(), ns.name())["items"].Size();
+        left_at_kill = list_objects(client, myresource::myresource_type(), ns.name())["items"].Size();
         return left_at_kill < static_cast<std::size_t>(kCount);
       },
       120s));
@@ -288,14 +289,14 @@ TEST_CASE("deletions interrupted by a killed operator finish after its restart",
 
   // While it is down, nothing finishes them: the rest stay Terminating, finalizer held.
   std::this_thread::sleep_for(2s);  // a request the operator had in flight lands
-  const auto stuck = names_of(list_objects(client, kube::resources::my_resources(), ns.name()));
+  const auto stuck = names_of(list_objects(client, myresource::myresource_type(), ns.name()));
   INFO("Terminating while the operator is down: " << stuck.size());
   WARN("operator killed with " << left_at_kill << " of " << kCount << " MyResources left; " << stuck.size()
                                << " stayed Terminating while it was down");
   REQUIRE(stuck.size() > 0);
   REQUIRE(stuck.size() < static_cast<std::size_t>(kCount));
   std::this_thread::sleep_for(8s);
-  auto still = list_objects(client, kube::resources::my_resources(), ns.name());
+  auto still = list_objects(client, myresource::myresource_type(), ns.name());
   CHECK(names_of(still) == stuck);
   for (const auto& item : still["items"].GetArray()) {
     const kube::ObjectView view(item);
@@ -308,15 +309,16 @@ TEST_CASE("deletions interrupted by a killed operator finish after its restart",
   operator_process.start();
   const bool finished = eventually(
       [&] {
-        return list_objects(client, kube::resources::my_resources(), ns.name())["items"].Empty() &&
+        return list_objects(client, myresource::myresource_type(), ns.name())["items"].Empty() &&
                list_objects(client, kube::resources::deployments(), ns.name())["items"].Empty();
       },
       180s);
-  INFO("left: MyResources "
-       << names_of(list_objects(client, kube::resources::my_resources(), ns.name())).size()
-       << ", Deployments " << names_of(list_objects(client, kube::resources::deployments(), ns.name())).size()
-       << "\noperator log:\n"
-       << operator_process.log_tail(30));
+  INFO(
+      "left: MyResources " << names_of(list_objects(client, myresource::myresource_type(), ns.name())).size()
+                           << ", Deployments "
+                           << names_of(list_objects(client, kube::resources::deployments(), ns.name())).size()
+                           << "\noperator log:\n"
+                           << operator_process.log_tail(30));
   CHECK(finished);
   CHECK(operator_process.running());
 }

@@ -138,7 +138,7 @@ void OperatorProcess::start() {
   probe_port_ = free_port();
   metrics_port_ = free_port();
   std::vector<std::string> arguments = {
-      testenv::binary_dir() + "/my-operator",
+      testenv::binary_dir() + "/" + options_.binary,
       "--kubeconfig",
       kubeconfig_,
       "--health-probe-bind-address",

@@ -31,6 +31,8 @@ struct OperatorOptions {
   // More config/rbac files whose ClusterRole is applied and bound to the user too, e.g.
   // "metrics_auth_role.yaml" for --metrics-secure. The bindings go with the process.
   std::vector<std::string> extra_cluster_role_files;
+  // The program under the build folder: my-operator, or a controller of examples/.
+  std::string binary = "my-operator";
 };
 
 class OperatorProcess {

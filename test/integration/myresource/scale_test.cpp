@@ -12,6 +12,7 @@
 
 #include "myresource/cluster_listing.h"
 #include "myresource/operator_process.h"
+#include "myresource/types.h"
 #include "support/testenv.h"
 
 using namespace myop;
@@ -87,7 +88,7 @@ TEST_CASE(
           patch = R"({"metadata":{"labels":{"writer-round":")" + value +
                   R"("}},"spec":{"env":[{"name":"ROUND","value":")" + value + R"("}]}})";
         }
-        if (writer_client->patch(kube::resources::my_resources(), ns.name(), name, kube::PatchType::Merge,
+        if (writer_client->patch(myresource::myresource_type(), ns.name(), name, kube::PatchType::Merge,
                                  patch, options))
           ++writer_writes;
         if (index % 25 == 0 &&
@@ -105,7 +106,7 @@ TEST_CASE(
                              resource_name(index) + R"("},"spec":{"image":"nginx:1.27.1","replicas":1}})";
     rapidjson::Document body;
     body.Parse(json.c_str());
-    return client->create(kube::resources::my_resources(), ns.name(), body).ok();
+    return client->create(myresource::myresource_type(), ns.name(), body).ok();
   });
   const double created_after = seconds_since(started);
   writer.join();
@@ -120,7 +121,7 @@ TEST_CASE(
   std::size_t ready = 0;
   const bool all_ready = eventually(
       [&] {
-        auto list = list_objects(*client, kube::resources::my_resources(), ns.name());
+        auto list = list_objects(*client, myresource::myresource_type(), ns.name());
         ready = 0;
         for (const auto& item : list["items"].GetArray()) ready += ready_and_current(item) ? 1 : 0;
         return ready == static_cast<std::size_t>(kCount);
@@ -132,7 +133,7 @@ TEST_CASE(
                              << operator_process.log_tail(20));
   REQUIRE(all_ready);
 
-  auto myresources = list_objects(*client, kube::resources::my_resources(), ns.name());
+  auto myresources = list_objects(*client, myresource::myresource_type(), ns.name());
   auto deployments = list_objects(*client, kube::resources::deployments(), ns.name(), kManagedBySelector);
   REQUIRE(myresources["items"].Size() == static_cast<rapidjson::SizeType>(kCount));
   std::map<std::string, const rapidjson::Value*> by_name;
@@ -202,11 +203,11 @@ TEST_CASE(
   // All 500 deleted at once from 8 client threads (kubectl deletes one at a time at its 5 QPS).
   const auto cleanup_started = std::chrono::steady_clock::now();
   const int delete_failures = in_parallel(kCount, [&](int index) {
-    return client->remove(kube::resources::my_resources(), ns.name(), resource_name(index)).ok();
+    return client->remove(myresource::myresource_type(), ns.name(), resource_name(index)).ok();
   });
   CHECK(delete_failures == 0);
   const bool all_gone = eventually(
-      [&] { return list_objects(*client, kube::resources::my_resources(), ns.name())["items"].Empty(); },
+      [&] { return list_objects(*client, myresource::myresource_type(), ns.name())["items"].Empty(); },
       std::chrono::duration_cast<std::chrono::milliseconds>(started + 570s -
                                                             std::chrono::steady_clock::now()));
   const double cleanup_took = seconds_since(cleanup_started);

@@ -71,7 +71,10 @@ TEST_CASE("verbs map onto methods, paths, content types and query parameters", "
     CHECK(sent.body.find(R"("resourceVersion":"7")") != std::string::npos);
   }
   SECTION("update_status goes to the status subresource") {
-    REQUIRE(client.update_status(resources::my_resources(), "ns", object).ok());
+    REQUIRE(client
+                .update_status(ResourceType{"myorg.io", "v1alpha1", "myresources", true, "MyResource"}, "ns",
+                               object)
+                .ok());
     CHECK(transport->requests.back().path == "/apis/myorg.io/v1alpha1/namespaces/ns/myresources/c/status");
   }
   SECTION("apply with force") {

@@ -13,8 +13,8 @@ TEST_CASE("paths for the core group, named groups, namespaced and cluster scope"
   CHECK(object_path(resources::config_maps(), "a", "b") == "/api/v1/namespaces/a/configmaps/b");
   CHECK(object_path(resources::deployments(), "ns", "web", "scale") ==
         "/apis/apps/v1/namespaces/ns/deployments/web/scale");
-  CHECK(object_path(resources::my_resources(), "ns", "x", "status") ==
-        "/apis/myorg.io/v1alpha1/namespaces/ns/myresources/x/status");
+  CHECK(object_path(ResourceType{"myorg.io", "v1alpha1", "myresources", true, "MyResource"}, "ns", "x",
+                    "status") == "/apis/myorg.io/v1alpha1/namespaces/ns/myresources/x/status");
   CHECK(object_path(resources::custom_resource_definitions(), "ignored", "myresources.myorg.io") ==
         "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/myresources.myorg.io");
   CHECK(collection_path(resources::namespaces(), "") == "/api/v1/namespaces");

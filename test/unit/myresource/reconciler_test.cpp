@@ -30,6 +30,8 @@ class FakeCluster final : public Cluster {
   int finalizer_writes = 0;
   int status_writes = 0;
   std::optional<myop::kube::Error> fail_deletes;
+  std::optional<myop::kube::Error> fail_status_writes;
+  bool conflict_on_next_finalizer_write = false;
   // As the API server: every apply moves metadata.generation (the fake applies only on changes), and
   // the Deployment controller's status.observedGeneration lags until roll_out().
   bool generations = false;
@@ -48,7 +50,7 @@ class FakeCluster final : public Cluster {
   }
   Features features() override { return flags; }
 
-  Result<void> apply_deployment(const Object& desired, std::string_view, std::stop_token) override {
+  Result<ObjectPointer> apply_deployment(const Object& desired, std::stop_token) override {
     ++deployment_applies;
     std::string name(desired.name());
     Object stored = parse_json(desired.to_json_string());
@@ -63,36 +65,45 @@ class FakeCluster final : public Cluster {
                         JsonValue(static_cast<int64_t>(previous ? previous->view().generation() + 1 : 1)));
     }
     deployments[name] = std::make_shared<const Object>(std::move(stored));
-    return {};
+    return deployments[name];
   }
 
-  Result<void> delete_deployment(std::string_view, std::string_view name, std::string_view,
-                                 std::stop_token) override {
+  Result<ObjectPointer> delete_deployment(std::string_view, std::string_view name, std::string_view,
+                                          std::stop_token) override {
     ++deployment_deletes;
     if (fail_deletes) return *fail_deletes;
     deployments.erase(std::string(name));
-    return {};
+    return ObjectPointer();
   }
 
-  Result<void> set_myresource_finalizers(std::string_view, std::string_view name,
-                                         const std::vector<std::string>& finalizers, std::string_view,
-                                         std::stop_token) override {
+  Result<ObjectPointer> set_myresource_finalizers(const Object& current,
+                                                  const std::vector<std::string>& finalizers,
+                                                  std::stop_token) override {
     ++finalizer_writes;
+    const std::string name(current.name());
+    if (std::exchange(conflict_on_next_finalizer_write, false)) {
+      return myop::kube::make_error(myop::kube::Reason::Conflict, "the object has been modified", 409);
+    }
+    // As the API server: the resourceVersion in the patch is a precondition.
+    if (find(myresources, name)->resource_version() != current.resource_version()) {
+      return myop::kube::make_error(myop::kube::Reason::Conflict, "the object has been modified", 409);
+    }
     Object updated = find(myresources, name)->deep_copy();
     JsonValue list(rapidjson::kArrayType);
     for (const std::string& finalizer : finalizers)
       list.PushBack(JsonValue(finalizer.c_str(), updated.allocator()), updated.allocator());
     updated.set_member(updated.json()["metadata"], "finalizers", list);
     store_myresource(std::move(updated));
-    return {};
+    return find(myresources, name);
   }
 
-  Result<void> apply_myresource_status(const Object& body, std::string_view, std::stop_token) override {
+  Result<ObjectPointer> apply_myresource_status(const Object& body, std::stop_token) override {
     ++status_writes;
+    if (fail_status_writes) return *fail_status_writes;
     Object updated = find(myresources, body.name())->deep_copy();
     updated.set_member(updated.json(), "status", *body.view().find({"status"}));
     store_myresource(std::move(updated));
-    return {};
+    return find(myresources, body.name());
   }
 
   void record_event(const EventSubject&, std::string_view type, std::string_view reason, std::string_view,
@@ -440,4 +451,37 @@ TEST_CASE("the status waits, boundedly, for the Deployment controller to observe
     CHECK(fixture.condition("Ready").reason == "RollingOut");
     CHECK(fixture.condition("Ready").status == ConditionStatus::False);
   }
+}
+
+TEST_CASE("a 409 stays a typed conflict up to the controller", "[myresource][reconciler]") {
+  Fixture fixture;
+  fixture.cluster->conflict_on_next_finalizer_write = true;
+  ReconcileResult result = fixture.reconcile();
+  REQUIRE(result.kind() == ReconcileResult::Kind::error);
+  CHECK(result.is_conflict());
+  REQUIRE(result.api_error());
+  CHECK(result.api_error()->http_code == 409);
+  CHECK(result.message().find("adding finalizer") != std::string::npos);
+  CHECK(fixture.cluster->deployment_applies == 0);  // nothing else was attempted on a stale object
+
+  CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::done);  // the next look converges
+}
+
+TEST_CASE("a status write that fails during deletion fails the reconcile", "[myresource][reconciler]") {
+  Fixture fixture;
+  fixture.reconcile();
+  fixture.cluster->edit_myresource("web", [](Object& object) {
+    object.set_string_member(object.json()["metadata"], "deletionTimestamp", "2026-03-01T12:00:00Z");
+  });
+  fixture.cluster->fail_status_writes =
+      myop::kube::make_error(myop::kube::Reason::ServiceUnavailable, "the API server is restarting", 503);
+  ReconcileResult result = fixture.reconcile();
+  REQUIRE(result.kind() == ReconcileResult::Kind::error);
+  CHECK_FALSE(result.is_conflict());
+  CHECK(result.message().find("writing status") != std::string::npos);
+  CHECK(fixture.resource().metadata.has_finalizer(kFinalizer));  // not dropped while children may remain
+
+  fixture.cluster->deployments.clear();
+  CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::done);  // no child left: no status needed
+  CHECK_FALSE(fixture.resource().metadata.has_finalizer(kFinalizer));
 }

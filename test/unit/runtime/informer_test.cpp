@@ -33,14 +33,17 @@ struct Recorded {
   bool initial_list;
 };
 
+InformerOptions informer_options(kube::WatcherOptions watch) {
+  InformerOptions options;
+  options.name = "configmaps";
+  options.watcher = std::move(watch);
+  return options;
+}
+
 struct Fixture {
-  Informer informer{nullptr, [] {
-                      InformerOptions options;
-                      options.name = "configmaps";
-                      return options;
-                    }()};
+  Informer informer;
   std::vector<Recorded> events;
-  Fixture() {
+  explicit Fixture(kube::WatcherOptions watch = {}) : informer(nullptr, informer_options(std::move(watch))) {
     informer.subscribe([this](const ObjectEvent& event) {
       events.push_back(
           {event.type, std::string(event.object->name()), std::string(event.object->resource_version()),
@@ -144,7 +147,7 @@ TEST_CASE("read-your-own-writes: a write result enters the cache and older event
   fixture.list(objects({{"a", "10"}}));
   fixture.events.clear();
   auto written = config_map("ns", "a", "12");
-  CHECK(fixture.informer.observe_write(written.json(), "10"));
+  CHECK(fixture.informer.store_written(written.json(), "10") != nullptr);
   CHECK(fixture.cached_version("a") == "12");
   CHECK(fixture.events.empty());
   // Someone else's patch landed between our read and our write; its event arrives first.
@@ -166,11 +169,11 @@ TEST_CASE("read-your-own-writes never moves the cache backwards", "[runtime][inf
   fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "12")));
   fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "13")));
   auto written = config_map("ns", "a", "12");
-  CHECK_FALSE(fixture.informer.observe_write(written.json(), "10"));
+  CHECK(fixture.informer.store_written(written.json(), "10") == nullptr);
   CHECK(fixture.cached_version("a") == "13");
   // Creates are based on nothing.
   auto created = config_map("ns", "new", "20");
-  CHECK(fixture.informer.observe_write(created.json(), ""));
+  CHECK(fixture.informer.store_written(created.json(), "") != nullptr);
   CHECK(fixture.cached_version("new") == "20");
 }
 
@@ -178,13 +181,36 @@ TEST_CASE("read-your-own-writes for deletes", "[runtime][informer]") {
   Fixture fixture;
   fixture.list(objects({{"a", "10"}}));
   fixture.events.clear();
-  fixture.informer.observe_delete({"ns", "a"});
+  fixture.informer.store_deleted({"ns", "a"}, "9");  // sent at a version the cache no longer holds
+  CHECK(fixture.cached_version("a") == "10");
+  fixture.informer.store_deleted({"ns", "a"}, "10");
   CHECK(fixture.cached_version("a") == "<none>");
   fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "11")));
   CHECK(fixture.cached_version("a") == "<none>");
   fixture.informer.handle(watcher_event(kube::WatcherEventType::Delete, config_map("ns", "a", "12")));
   REQUIRE(fixture.events.size() == 1);
   CHECK(fixture.events[0].type == EventType::deleted);
+}
+
+TEST_CASE("read-your-own-writes follows the informer's selectors", "[runtime][informer]") {
+  kube::WatcherOptions watch;
+  watch.label_selector = "team=a";
+  Fixture fixture(watch);
+  fixture.list({});
+  // Written with the label: it belongs here.
+  auto labelled = config_map("ns", "a", "5", R"(,"labels":{"team":"a"})");
+  auto stored = fixture.informer.store_written(labelled.json(), "");
+  REQUIRE(stored != nullptr);
+  CHECK(fixture.cached_version("a") == "5");
+  CHECK(fixture.informer.cached_resource_version({"ns", "a"}) == "5");
+  // A write that took the label away takes the object out of this informer's view.
+  auto unlabelled = config_map("ns", "a", "6", R"(,"labels":{"team":"b"})");
+  CHECK(fixture.informer.store_written(unlabelled.json(), "5") == nullptr);
+  CHECK(fixture.cached_version("a") == "<none>");
+  // Never one that did not match to begin with.
+  auto other = config_map("ns", "b", "7");
+  CHECK(fixture.informer.store_written(other.json(), "") == nullptr);
+  CHECK(fixture.cached_version("b") == "<none>");
 }
 
 TEST_CASE("resync re-delivers every cached object", "[runtime][informer]") {

@@ -1,0 +1,141 @@
+#include "app/bootstrap.h"
+
+#include <malloc.h>
+#include <pplx/threadpool.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+
+#include "kube/config.h"
+#include "kube/request_metrics.h"
+#include "kube/transport.h"
+#include "myresource/preflight.h"
+#include "myresource/types.h"
+#include "runtime/leader_election.h"
+#include "runtime/metrics_authorizer.h"
+#include "version.h"
+
+namespace myop::app {
+namespace {
+
+// The operator's own namespace: POD_NAMESPACE (downward API), else the kubeconfig context's or the
+// in-cluster service account's namespace.
+std::string own_namespace(const kube::ClientConfig& config) {
+  if (const char* pod_namespace = std::getenv("POD_NAMESPACE"); pod_namespace && *pod_namespace)
+    return pod_namespace;
+  return config.namespace_name.empty() ? "default" : config.namespace_name;
+}
+
+std::string host_name() {
+  char buffer[256] = {};
+  if (gethostname(buffer, sizeof(buffer) - 1) != 0) return "my-operator";
+  return buffer;
+}
+
+kube::Error failure(std::string message) {
+  return kube::make_error(kube::Reason::InvalidConfiguration, std::move(message));
+}
+
+std::string metrics_certificate(const Options& options) {
+  if (!options.metrics_secure) return "(plain HTTP)";
+  if (options.metrics_cert_dir.empty()) return "(self-signed)";
+  return options.metrics_cert_dir + "/{" + options.metrics_cert_name + "," + options.metrics_key_name + "}";
+}
+
+// Every scrape is authenticated (TokenReview) and authorized (SubjectAccessReview, `get` on
+// /metrics) by the API server, as controller-runtime's WithAuthenticationAndAuthorization. A scrape
+// waits for its reviews, so they get a client of their own that gives up within seconds (10 s per
+// request; 4 retries from 0.5 s): an unreachable API server answers 500 rather than stalling scrapes.
+kube::Result<std::shared_ptr<runtime::MetricsAuthorizer>> metrics_authorizer(
+    const kube::ClientConfig& config, const kube::TransportOptions& transport_options) {
+  kube::TransportOptions review_options = transport_options;
+  review_options.default_timeout = std::chrono::seconds(10);
+  review_options.retry.max_retries = 4;
+  review_options.retry.initial_backoff = std::chrono::milliseconds(500);
+  review_options.retry.max_backoff = std::chrono::milliseconds(2500);
+  auto transport = kube::make_https_transport(config, review_options);
+  if (!transport)
+    return failure("cannot set up the connection to " + config.server + ": " + transport.error().message);
+  auto client = std::make_shared<kube::Client>(transport.value(), std::string(myresource::kFieldManager));
+  return std::make_shared<runtime::MetricsAuthorizer>(std::make_shared<runtime::KubeAccessReviewer>(client));
+}
+
+}  // namespace
+
+void tune_process(const Options& options) {
+  // glibc gives busy threads arenas of their own (up to 8 per core); the HTTP client's pool threads
+  // spread small, long-lived cache objects over many of them. MALLOC_ARENA_MAX in the environment wins.
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
+  // Each open watch holds a pool thread while it streams: room for every informer plus the requests.
+  crossplat::threadpool::initialize_with_threads(
+      std::max<std::size_t>(40, 16 + 4 * std::max<std::size_t>(options.namespaces.size(), 1)));
+}
+
+kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& options,
+                                                             std::string& operator_namespace) {
+  kube::ConfigSearch search;
+  search.kubeconfig_path = options.kubeconfig;
+  search.context = options.context;
+  search.allow_insecure_skip_tls_verify = options.allow_insecure_skip_tls_verify;
+  auto config = kube::load_client_config(search);
+  if (!config) return failure("no usable cluster configuration: " + config.error().message);
+
+  auto registry = std::make_shared<prometheus::Registry>();
+  kube::TransportOptions transport_options;
+  transport_options.qps = options.qps;
+  transport_options.burst = options.burst;
+  transport_options.user_agent = std::string("my-operator/") + myop::kVersion;
+  transport_options.metrics = kube::make_prometheus_request_metrics(*registry);
+  auto transport = kube::make_https_transport(config.value(), transport_options);
+  if (!transport)
+    return failure("cannot set up the connection to " + config->server + ": " + transport.error().message);
+  auto client = std::make_shared<kube::Client>(transport.value(), std::string(myresource::kFieldManager));
+
+  operator_namespace = own_namespace(config.value());
+  spdlog::info(
+      "my-operator {} starting: server={} context={} namespaces={} operator-namespace={} leader-elect={} "
+      "max-concurrent-reconciles={} qps={} burst={} resync-period={}s orphan-sweep-period={}s config-map={} "
+      "metrics={} metrics-secure={} metrics-cert={} probes={}",
+      myop::kVersion, config->server, config->context_name.empty() ? "(in-cluster)" : config->context_name,
+      options.namespaces.empty() ? "(all)" : options.namespaces_flag, operator_namespace,
+      options.leader_elect, options.max_concurrent_reconciles, options.qps, options.burst,
+      options.resync_period.count(), options.orphan_sweep_period.count(), options.config_map,
+      options.metrics_bind_address, options.metrics_secure, metrics_certificate(options),
+      options.health_probe_bind_address);
+
+  if (auto problem = myresource::preflight(*client, options.namespaces)) return failure(*problem);
+
+  const std::string identity = host_name();
+  runtime::ManagerOptions manager;
+  manager.client = client;
+  manager.field_manager = std::string(myresource::kFieldManager);
+  manager.namespaces = options.namespaces;
+  manager.informers.informer.resync_period = options.resync_period;
+  manager.events.reporting_controller = "myorg.io/my-operator";
+  manager.events.reporting_instance = identity;
+  manager.metrics_bind_address = options.metrics_bind_address;
+  manager.health_probe_bind_address = options.health_probe_bind_address;
+  manager.registry = registry;
+  if (options.metrics_secure) {
+    manager.metrics_secure = true;
+    manager.metrics_cert_dir = options.metrics_cert_dir;
+    manager.metrics_cert_name = options.metrics_cert_name;
+    manager.metrics_key_name = options.metrics_key_name;
+    auto authorizer = metrics_authorizer(config.value(), transport_options);
+    if (!authorizer) return std::move(authorizer).error();
+    manager.metrics_authorizer = authorizer.value();
+  }
+  if (options.leader_elect) {
+    runtime::LeaderElectionOptions election;
+    election.namespace_name =
+        options.leader_election_namespace.empty() ? operator_namespace : options.leader_election_namespace;
+    election.name = options.leader_election_id;
+    election.registry = registry;
+    manager.leader_elector = std::make_shared<runtime::LeaseLeaderElector>(client, election);
+  }
+  return std::make_unique<runtime::Manager>(std::move(manager));
+}
+
+}  // namespace myop::app

@@ -1,0 +1,140 @@
+#include "app/options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+
+#include "version.h"
+
+namespace myop::app {
+
+std::string environment_name(const std::string& flag) {
+  std::string name = "MYOP_";
+  for (char c : flag)
+    name += (c == '-') ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return name;
+}
+
+std::chrono::seconds parse_duration(const std::string& text) {
+  std::chrono::seconds total{0};
+  std::size_t position = 0;
+  if (text.empty()) throw std::invalid_argument("empty duration");
+  while (position < text.size()) {
+    std::size_t digits = position;
+    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+    if (digits == position || digits == text.size())
+      throw std::invalid_argument("'" + text + "' is not a duration such as 10h, 30m or 1h30m");
+    const long value = std::stol(text.substr(position, digits - position));
+    switch (text[digits]) {
+      case 'h':
+        total += std::chrono::hours(value);
+        break;
+      case 'm':
+        total += std::chrono::minutes(value);
+        break;
+      case 's':
+        total += std::chrono::seconds(value);
+        break;
+      default:
+        throw std::invalid_argument("'" + text + "' has an unknown unit (use h, m or s)");
+    }
+    position = digits + 1;
+  }
+  return total;
+}
+
+std::vector<std::string> split_namespaces(const std::string& list) {
+  std::vector<std::string> namespaces;
+  std::stringstream stream(list);
+  std::string item;
+  while (std::getline(stream, item, ',')) {
+    item.erase(0, item.find_first_not_of(" \t"));
+    item.erase(item.find_last_not_of(" \t") + 1);
+    if (!item.empty() && std::find(namespaces.begin(), namespaces.end(), item) == namespaces.end())
+      namespaces.push_back(item);
+  }
+  return namespaces;
+}
+
+std::variant<Options, int> parse_options(int argc, char** argv) {
+  Options options;
+  std::string resync_period = "10h";
+  std::string orphan_sweep_period = "5m";
+  CLI::App app{"my-operator: reconciles MyResource (myorg.io/v1alpha1) objects into Deployments"};
+  app.set_version_flag("--version", std::string("my-operator ") + myop::kVersion);
+
+  auto add = [&](const std::string& flag, auto& value, const std::string& help) {
+    return app.add_option("--" + flag, value, help)->envname(environment_name(flag))->capture_default_str();
+  };
+  auto add_flag = [&](const std::string& flag, bool& value, const std::string& help) {
+    return app.add_flag("--" + flag, value, help)->envname(environment_name(flag));
+  };
+  add("kubeconfig", options.kubeconfig,
+      "Path to a kubeconfig file (default: $KUBECONFIG, ~/.kube/config, in-cluster)");
+  add("context", options.context, "Kubeconfig context to use (default: current-context)");
+  add("namespaces", options.namespaces_flag,
+      "Comma-separated namespaces to watch; empty watches all namespaces");
+  add("metrics-bind-address", options.metrics_bind_address,
+      "Address the /metrics endpoint binds to; 0 disables it");
+  add("health-probe-bind-address", options.health_probe_bind_address, "Address /healthz and /readyz bind to");
+  add_flag("metrics-secure", options.metrics_secure,
+           "Serve /metrics over HTTPS, only to bearer tokens allowed `get` on /metrics (TokenReview + "
+           "SubjectAccessReview)");
+  add("metrics-cert-dir", options.metrics_cert_dir,
+      "Folder of the metrics serving certificate, reloaded when it changes; empty: a self-signed one (with "
+      "--metrics-secure)");
+  add("metrics-cert-name", options.metrics_cert_name, "Certificate file name in --metrics-cert-dir");
+  add("metrics-key-name", options.metrics_key_name, "Private key file name in --metrics-cert-dir");
+  add_flag("leader-elect", options.leader_elect, "Elect a leader through a coordination.k8s.io Lease");
+  add("leader-election-namespace", options.leader_election_namespace,
+      "Namespace of the leader-election Lease (default: the operator's namespace)");
+  add("leader-election-id", options.leader_election_id, "Name of the leader-election Lease");
+  add("max-concurrent-reconciles", options.max_concurrent_reconciles, "Number of reconcile workers")
+      ->check(CLI::Range(1, 1024));
+  add("qps", options.qps,
+      "Client-side request rate limit (requests per second); 0: none, the API server's Priority and Fairness "
+      "limits us (429 with Retry-After, honoured)")
+      ->check(CLI::NonNegativeNumber);
+  add("burst", options.burst, "Client-side request burst (with --qps above 0)")->check(CLI::PositiveNumber);
+  add("resync-period", resync_period, "Period of the low-priority full resync, e.g. 10h");
+  add("orphan-sweep-period", orphan_sweep_period,
+      "Period of the orphan sweep (Deployments managed by my-operator whose owner is gone), e.g. 5m; the "
+      "first "
+      "pass runs 30 s after start, or after one period when that is shorter");
+  add("config-map", options.config_map, "Feature-flag ConfigMap in the operator's namespace");
+  add("log-level", options.log_level, "trace|debug|info|warn|error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
+  add("log-format", options.log_format, "json|text")->check(CLI::IsMember({"json", "text"}));
+  add_flag("insecure-skip-tls-verify-allowed", options.allow_insecure_skip_tls_verify,
+           "Accept a kubeconfig cluster with insecure-skip-tls-verify (warned about at every start)");
+
+  try {
+    app.parse(argc, argv);
+    if (!options.metrics_secure && !options.metrics_cert_dir.empty()) {
+      throw CLI::ValidationError("--metrics-cert-dir",
+                                 "needs --metrics-secure (metrics are plain HTTP without it)");
+    }
+    const auto duration = [](const std::string& flag, const std::string& text) {
+      try {
+        return parse_duration(text);
+      } catch (const std::invalid_argument& error) {
+        throw CLI::ValidationError(flag, error.what());
+      }
+    };
+    options.resync_period = duration("--resync-period", resync_period);
+    options.orphan_sweep_period = duration("--orphan-sweep-period", orphan_sweep_period);
+    if (options.orphan_sweep_period.count() <= 0) {
+      throw CLI::ValidationError("--orphan-sweep-period", "must be at least 1s");
+    }
+  } catch (const CLI::ParseError& error) {
+    return app.exit(error);
+  }
+  options.namespaces = split_namespaces(options.namespaces_flag);
+  return options;
+}
+
+}  // namespace myop::app

@@ -1,0 +1,50 @@
+#pragma once
+// The operator's command line: every flag, its default, and its MYOP_* environment variable
+// (MYOP_<FLAG_IN_UPPER_SNAKE_CASE>), parsed and validated into Options. docs/design.md lists them.
+#include <chrono>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace myop::app {
+
+struct Options {
+  std::string kubeconfig;
+  std::string context;
+  std::vector<std::string> namespaces;  // empty: all namespaces
+  std::string namespaces_flag;          // as given, for the start-up log
+  std::string metrics_bind_address = ":8080";
+  std::string health_probe_bind_address = ":8081";
+  bool metrics_secure = false;
+  std::string metrics_cert_dir;
+  std::string metrics_cert_name = "tls.crt";
+  std::string metrics_key_name = "tls.key";
+  bool leader_elect = false;
+  std::string leader_election_namespace;
+  std::string leader_election_id = "my-operator.myorg.io";
+  int max_concurrent_reconciles = 4;
+  // No client-side rate limit by default: the API server's Priority and Fairness limits clients,
+  // and its 429 + Retry-After is honoured.
+  double qps = 0;
+  int burst = 100;
+  std::chrono::seconds resync_period = std::chrono::hours(10);
+  std::chrono::seconds orphan_sweep_period = std::chrono::minutes(5);
+  std::string config_map = "my-operator-config";
+  std::string log_level = "info";
+  std::string log_format = "json";
+  bool allow_insecure_skip_tls_verify = false;
+};
+
+// Options, or the exit code to return at once (--help, --version, a bad flag: CLI11 has printed why).
+std::variant<Options, int> parse_options(int argc, char** argv);
+
+// "10h", "30m", "45s", "1h30m" -> seconds; std::invalid_argument naming the problem otherwise.
+std::chrono::seconds parse_duration(const std::string& text);
+
+// "a, b,,a" -> {"a", "b"}: trimmed, empty and repeated entries dropped.
+std::vector<std::string> split_namespaces(const std::string& list);
+
+// "metrics-bind-address" -> "MYOP_METRICS_BIND_ADDRESS".
+std::string environment_name(const std::string& flag);
+
+}  // namespace myop::app

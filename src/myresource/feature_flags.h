@@ -1,0 +1,32 @@
+#pragma once
+// The operator-wide feature flags as the watched ConfigMap says now (`--config-map` in the
+// operator's namespace; built-in defaults without it). The ConfigMap is read from the shared cache
+// and parsed once per resourceVersion; a bad value keeps its last good value and is logged once
+// for that version, not at every reconcile (features.h has the parsing rules).
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "myresource/features.h"
+#include "runtime/informer_set.h"
+#include "runtime/object_key.h"
+
+namespace myop::myresource {
+
+class FeatureFlags {
+ public:
+  FeatureFlags(std::shared_ptr<runtime::InformerSet> config_maps, runtime::ObjectKey config_map);
+
+  Features current() const;
+  const runtime::ObjectKey& config_map() const { return config_map_; }
+
+ private:
+  std::shared_ptr<runtime::InformerSet> config_maps_;
+  runtime::ObjectKey config_map_;
+  mutable std::mutex mutex_;
+  // The ConfigMap version last parsed ("-" before the first read, "" when there is none).
+  mutable std::string version_ = "-";
+  mutable Features features_;
+};
+
+}  // namespace myop::myresource

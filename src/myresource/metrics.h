@@ -1,0 +1,22 @@
+#pragma once
+// The operator's own metrics besides the runtime's: myoperator_build_info{version} (always 1), and
+// two gauges read from the shared caches when Prometheus scrapes (no thread keeps them current):
+// myoperator_managed_resources (MyResources cached) and myoperator_canaries_active (canary
+// Deployments that exist). Both read 0 until the caches have synced.
+// myoperator_orphans_total belongs to the orphan sweeper (orphan_sweeper.h).
+#include <prometheus/collectable.h>
+#include <prometheus/registry.h>
+
+#include <memory>
+#include <string>
+
+#include "runtime/informer_set.h"
+
+namespace myop::myresource {
+
+void register_build_info(prometheus::Registry& registry, const std::string& version);
+
+std::shared_ptr<prometheus::Collectable> make_cache_gauges(std::shared_ptr<runtime::InformerSet> myresources,
+                                                           std::shared_ptr<runtime::InformerSet> deployments);
+
+}  // namespace myop::myresource

@@ -1,0 +1,26 @@
+#pragma once
+// The MyResource operator on a manager: the controller (MyResources, the Deployments they own, the
+// feature-flag ConfigMap), the orphan sweeper (leader-only) and the domain metrics, all on the
+// manager's shared caches and cached writer. main.cpp calls this once.
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "runtime/controller.h"
+#include "runtime/manager.h"
+
+namespace myop::myresource {
+
+struct MyResourceControllerOptions {
+  std::string operator_namespace = "default";
+  // The feature-flag ConfigMap in operator_namespace.
+  std::string config_map;
+  int max_concurrent_reconciles = 4;
+  std::chrono::seconds orphan_sweep_period = std::chrono::minutes(5);
+  std::string version;
+};
+
+std::shared_ptr<runtime::Controller> add_myresource_controller(runtime::Manager& manager,
+                                                               const MyResourceControllerOptions& options);
+
+}  // namespace myop::myresource

@@ -1,0 +1,87 @@
+#include "myresource/orphan_sweeper.h"
+
+#include <algorithm>
+
+#include "runtime/logging.h"
+
+namespace myop::myresource {
+
+OrphanSweeper::OrphanSweeper(std::shared_ptr<OrphanSweepCluster> cluster, OrphanSweeperOptions options)
+    : cluster_(std::move(cluster)), options_(std::move(options)) {
+  if (!options_.registry) options_.registry = std::make_shared<prometheus::Registry>();
+  orphans_ = &prometheus::BuildCounter()
+                  .Name("myoperator_orphans_total")
+                  .Help("Deployments found managed by my-operator whose owner is gone, by action taken.")
+                  .Register(*options_.registry);
+}
+
+OrphanSweeper::~OrphanSweeper() { stop(); }
+
+void OrphanSweeper::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+}
+
+void OrphanSweeper::stop() {
+  if (!thread_.joinable()) return;
+  thread_.request_stop();
+  wake_.notify_all();
+  thread_.join();
+  thread_ = {};
+}
+
+void OrphanSweeper::run(std::stop_token stop) {
+  auto delay = std::min(options_.first_delay, options_.period);
+  std::unique_lock lock(mutex_);
+  // Waits return early only when stop is requested.
+  while (!wake_.wait_for(lock, stop, delay, [] { return false; }) && !stop.stop_requested()) {
+    lock.unlock();
+    sweep(stop);
+    lock.lock();
+    delay = options_.period;
+  }
+}
+
+SweepReport OrphanSweeper::sweep(std::stop_token stop) {
+  SweepReport report;
+  const Features features = cluster_->features();
+  if (!features.orphan_sweep) return report;
+  const bool remove = features.orphan_policy == OrphanPolicy::Delete;
+  const auto orphans = find_orphans(cluster_->managed_deployments(), [this](const runtime::ObjectKey& key) {
+    return cluster_->get_myresource(key);
+  });
+  for (const Orphan& orphan : orphans) {
+    if (stop.stop_requested()) {
+      report.stopped = true;
+      break;
+    }
+    const std::string where = orphan.namespace_name + "/" + orphan.name;
+    if (!remove && reported_.contains(orphan.uid)) continue;  // reported once
+    runtime::log(spdlog::level::warn, remove ? "deleting orphaned Deployment" : "found orphaned Deployment",
+                 {{"namespace", orphan.namespace_name}, {"name", orphan.name}, {"reason", orphan.reason}});
+    const runtime::EventSubject subject{"apps/v1",   "Deployment", orphan.namespace_name,
+                                        orphan.name, orphan.uid,   ""};
+    if (!remove) {
+      reported_.insert(orphan.uid);
+      cluster_->record_event(subject, "Warning", "OrphanFound", "Report", orphan.reason);
+      orphans_->Add({{"action", "reported"}}).Increment();
+      report.reported.push_back(where);
+      continue;
+    }
+    auto deleted = cluster_->delete_orphan(orphan, stop);
+    if (!deleted && !kube::is_not_found(deleted.error())) {
+      runtime::log(spdlog::level::warn, "orphan sweep: deleting a Deployment failed",
+                   {{"namespace", orphan.namespace_name},
+                    {"name", orphan.name},
+                    {"error", deleted.error().to_string()}});
+      report.failed.push_back(where + ": " + deleted.error().to_string());
+      continue;
+    }
+    cluster_->record_event(subject, "Warning", "OrphanDeleted", "Delete", orphan.reason);
+    orphans_->Add({{"action", "deleted"}}).Increment();
+    report.deleted.push_back(where);
+  }
+  return report;
+}
+
+}  // namespace myop::myresource

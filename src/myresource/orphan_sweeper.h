@@ -1,0 +1,90 @@
+#pragma once
+// The orphan sweep: every period, Deployments labelled managed-by my-operator whose controller
+// owner (a MyResource) is gone are reported (an event and a count, once per Deployment) or
+// deleted, per the orphanPolicy feature flag. The garbage collector normally removes them first;
+// the sweep catches what it missed (a GC that is behind or was stopped).
+//
+// It writes, so it runs only on the leader: the manager starts it once leadership is held and stops
+// it when leadership is lost, which cancels a delete in flight and stops the pass before the next
+// one (the stop token is checked before every delete, not once per pass). The first pass runs
+// `first_delay` after start (caches settle, a new leader takes over), then one every period.
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "kube/errors.h"
+#include "kube/object.h"
+#include "myresource/features.h"
+#include "myresource/orphans.h"
+#include "runtime/event_recorder.h"
+#include "runtime/object_key.h"
+#include "runtime/runnable.h"
+
+namespace myop::myresource {
+
+// What the sweep needs from the cluster (kube_cluster.h on the real one; unit tests use a fake).
+class OrphanSweepCluster {
+ public:
+  virtual ~OrphanSweepCluster() = default;
+  // From the caches: the Deployments managed by my-operator, and a MyResource by key.
+  virtual std::vector<std::shared_ptr<const kube::Object>> managed_deployments() = 0;
+  virtual std::shared_ptr<const kube::Object> get_myresource(const runtime::ObjectKey& key) = 0;
+  virtual Features features() = 0;
+  // Background deletion with a UID precondition.
+  virtual kube::Result<void> delete_orphan(const Orphan& orphan, std::stop_token stop) = 0;
+  virtual void record_event(const runtime::EventSubject& subject, std::string_view type,
+                            std::string_view reason, std::string_view action, std::string_view message) = 0;
+};
+
+struct OrphanSweeperOptions {
+  std::chrono::steady_clock::duration period = std::chrono::minutes(5);
+  // Never longer than one period.
+  std::chrono::steady_clock::duration first_delay = std::chrono::seconds(30);
+  std::shared_ptr<prometheus::Registry> registry;  // myoperator_orphans_total{action}
+};
+
+// What one pass did.
+struct SweepReport {
+  std::vector<std::string> deleted;   // namespace/name
+  std::vector<std::string> reported;  // namespace/name, first report only
+  std::vector<std::string> failed;    // namespace/name: error
+  bool stopped = false;               // leadership went (or shutdown) in the middle of the pass
+};
+
+class OrphanSweeper final : public runtime::Runnable {
+ public:
+  OrphanSweeper(std::shared_ptr<OrphanSweepCluster> cluster, OrphanSweeperOptions options);
+  ~OrphanSweeper() override;
+
+  std::string name() const override { return "orphan-sweep"; }
+  bool needs_leader_election() const override { return true; }
+  bool has_synced() const override { return true; }
+  void start() override;
+  void stop() override;
+
+  // One pass (the sweeper's thread calls it every period; tests call it directly).
+  SweepReport sweep(std::stop_token stop);
+
+ private:
+  void run(std::stop_token stop);
+
+  std::shared_ptr<OrphanSweepCluster> cluster_;
+  OrphanSweeperOptions options_;
+  prometheus::Family<prometheus::Counter>* orphans_ = nullptr;
+  std::set<std::string> reported_;  // UIDs already reported; sweep passes run one at a time
+  std::mutex mutex_;
+  std::condition_variable_any wake_;
+  std::jthread thread_;
+};
+
+}  // namespace myop::myresource

@@ -1,0 +1,37 @@
+#include "myresource/preflight.h"
+
+#include "kube/resource.h"
+#include "myresource/types.h"
+
+namespace myop::myresource {
+
+std::optional<std::string> preflight(kube::Client& client, const std::vector<std::string>& namespaces) {
+  auto discovered = client.discover(kGroup, kVersion);
+  if (!discovered) {
+    if (discovered.error().reason == kube::Reason::NotFound) {
+      return "the MyResource CRD (myresources.myorg.io, version " + std::string(kVersion) +
+             ") is not installed; install it with `kubectl apply -f config/crd/` or the Helm chart, then "
+             "start "
+             "the operator again";
+    }
+    return "cannot reach the API server to discover " + std::string(kApiVersion) + ": " +
+           discovered.error().message;
+  }
+  kube::ListOptions options;
+  options.limit = 1;
+  const std::vector<std::string> scopes = namespaces.empty() ? std::vector<std::string>{""} : namespaces;
+  for (const std::string& scope : scopes) {
+    const std::string where = scope.empty() ? "all namespaces" : "namespace " + scope;
+    for (const auto& type : {myresource_type(), kube::resources::deployments()}) {
+      auto listed = client.list(type, scope, options);
+      if (!listed && listed.error().reason == kube::Reason::Forbidden) {
+        return "RBAC forbids listing " + type.resource + " in " + where + ": " + listed.error().message +
+               " (grant the operator's ServiceAccount the rules in config/rbac, or install the Helm chart)";
+      }
+      if (!listed) return "listing " + type.resource + " in " + where + " failed: " + listed.error().message;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace myop::myresource

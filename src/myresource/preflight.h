@@ -1,0 +1,16 @@
+#pragma once
+// Checks made once before the operator starts, so that a missing CRD or a missing RBAC grant fails
+// at once with a message a person can act on, instead of as a cache that never syncs.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kube/client.h"
+
+namespace myop::myresource {
+
+// nullopt when the MyResource API is served and MyResources and Deployments can be listed in
+// every namespace of `namespaces` (empty: cluster-wide); else what is wrong and how to fix it.
+std::optional<std::string> preflight(kube::Client& client, const std::vector<std::string>& namespaces);
+
+}  // namespace myop::myresource

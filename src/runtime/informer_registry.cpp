@@ -1,0 +1,96 @@
+#include "runtime/informer_registry.h"
+
+#include <algorithm>
+
+#include "runtime/logging.h"
+
+namespace myop::runtime {
+
+std::string resource_id(const kube::ResourceType& type) { return type.api_version() + "/" + type.resource; }
+
+InformerRegistry::InformerRegistry(std::shared_ptr<kube::Client> client, InformerRegistryOptions options)
+    : client_(std::move(client)), options_(std::move(options)) {}
+
+InformerRegistry::~InformerRegistry() { stop(); }
+
+std::shared_ptr<InformerSet> InformerRegistry::informer(const kube::ResourceType& type,
+                                                        const InformerScope& requested) {
+  InformerScope scope = requested;
+  if (!type.namespaced) scope.namespaces.clear();
+  std::sort(scope.namespaces.begin(), scope.namespaces.end());
+  scope.namespaces.erase(std::unique(scope.namespaces.begin(), scope.namespaces.end()),
+                         scope.namespaces.end());
+
+  std::lock_guard lock(mutex_);
+  for (const Entry& entry : entries_) {
+    if (resource_id(entry.type) == resource_id(type) && entry.scope == scope) return entry.informers;
+  }
+  InformerOptions options = options_.informer;
+  options.name = type.resource;
+  if (!scope.label_selector.empty()) options.name += "[" + scope.label_selector + "]";
+  if (!scope.field_selector.empty()) options.name += "[" + scope.field_selector + "]";
+  options.watcher.label_selector = scope.label_selector;
+  options.watcher.field_selector = scope.field_selector;
+  auto informers = std::make_shared<InformerSet>(client_, type, scope.namespaces, options);
+  entries_.push_back({type, scope, informers});
+  if (started_) {
+    log(spdlog::level::info, "Starting cache", {{"cache", informers->name()}});
+    informers->start();
+  }
+  return informers;
+}
+
+std::vector<std::shared_ptr<InformerSet>> InformerRegistry::caching(const kube::ResourceType& type,
+                                                                    std::string_view namespace_name) const {
+  std::vector<std::shared_ptr<InformerSet>> found;
+  const std::string id = resource_id(type);
+  std::lock_guard lock(mutex_);
+  for (const Entry& entry : entries_) {
+    if (resource_id(entry.type) == id && entry.informers->in_scope(namespace_name)) {
+      found.push_back(entry.informers);
+    }
+  }
+  return found;
+}
+
+void InformerRegistry::start() {
+  std::lock_guard lock(mutex_);
+  started_ = true;
+  for (const Entry& entry : entries_) {
+    log(spdlog::level::info, "Starting cache", {{"cache", entry.informers->name()}});
+    entry.informers->start();
+  }
+}
+
+void InformerRegistry::stop() {
+  std::vector<std::shared_ptr<InformerSet>> running;
+  {
+    std::lock_guard lock(mutex_);
+    if (!started_) return;
+    started_ = false;
+    for (const Entry& entry : entries_) running.push_back(entry.informers);
+  }
+  for (const auto& informers : running) informers->stop();
+}
+
+bool InformerRegistry::has_synced() const {
+  std::lock_guard lock(mutex_);
+  return std::all_of(entries_.begin(), entries_.end(),
+                     [](const Entry& entry) { return entry.informers->has_synced(); });
+}
+
+std::vector<std::string> InformerRegistry::unsynced() const {
+  std::vector<std::string> names;
+  std::lock_guard lock(mutex_);
+  for (const Entry& entry : entries_) {
+    if (!entry.informers->has_synced()) names.push_back(entry.informers->name());
+  }
+  return names;
+}
+
+std::size_t InformerRegistry::size() const {
+  std::lock_guard lock(mutex_);
+  return entries_.size();
+}
+
+}  // namespace myop::runtime
