@@ -57,7 +57,7 @@ struct Options {
   bool allow_insecure_skip_tls_verify = false;
 };
 
-// Every flag is also read from MYOP_<FLAG_IN_UPPER_SNAKE_CASE>, as DESIGN.md says.
+// Every flag is also read from MYOP_<FLAG_IN_UPPER_SNAKE_CASE>, as docs/design.md says.
 std::string environment_name(const std::string& flag) {
   std::string name = "MYOP_";
   for (char c : flag)
