@@ -1,4 +1,4 @@
-// Canary decisions (DESIGN.md "Canary") as one pure function of the MyResource, the effective
+// Canary decisions (docs/design.md "Canary") as one pure function of the MyResource, the effective
 // feature flags, the live canary Deployment and the time.
 //
 // Steps: annotation myorg.io/canary "true" plus myorg.io/targetVersion run "<name>-canary" with the

@@ -33,7 +33,7 @@ struct Condition {
   bool operator==(const Condition&) const = default;
 };
 
-// Condition types of MyResource (DESIGN.md).
+// Condition types of MyResource (docs/design.md).
 namespace condition_type {
 inline constexpr std::string_view kReady = "Ready";
 inline constexpr std::string_view kProgressing = "Progressing";
@@ -41,8 +41,8 @@ inline constexpr std::string_view kDegraded = "Degraded";
 inline constexpr std::string_view kCanary = "Canary";
 }  // namespace condition_type
 
-// Condition reasons, CamelCase. The first ten are DESIGN.md's; the rest name states DESIGN.md does
-// not (metav1.Condition requires a reason for every status, False included).
+// Condition reasons, CamelCase; docs/design.md ("status") says when each is set. Every status has
+// one, False included, as metav1.Condition requires (hence AsExpected for Degraded=False).
 namespace reason {
 inline constexpr std::string_view kAvailable = "Available";
 inline constexpr std::string_view kRollingOut = "RollingOut";

@@ -3,7 +3,7 @@
 // Each result is a complete apps/v1 Deployment ready for server-side apply with field manager
 // my-operator: it contains exactly the fields the operator owns (so apply takes ownership of those and
 // nothing else, and an edit of one of them by hand is put back), and no status, resourceVersion or
-// defaulted fields. See DESIGN.md "What the operator writes".
+// defaulted fields. See docs/design.md "What the operator writes".
 #pragma once
 
 #include <cstdint>

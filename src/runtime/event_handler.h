@@ -1,7 +1,7 @@
 #pragma once
 // Turning an event into work: which keys to enqueue, at which priority. Like controller-runtime's
 // handler.EnqueueRequestForObject (For), EnqueueRequestForOwner (Owns) and EnqueueRequestsFromMapFunc
-// (Watches), plus the priority policy of DESIGN.md:
+// (Watches), plus the priority policy of docs/design.md:
 //   initial list and resync: low; user changes and deletions: high; child status changes: normal.
 #include <functional>
 #include <string>

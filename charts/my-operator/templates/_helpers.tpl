@@ -56,8 +56,8 @@ myorg.io/release: {{ .Release.Name }}
 {{- end -}}
 
 {{/*
-The rules the operator needs in every namespace it watches (DESIGN.md "What the operator
-writes"); the same as config/rbac/role.yaml. Exactly the verbs the code uses, no wildcards.
+The rules the operator needs in every namespace it watches (docs/design.md "Permissions");
+the same as config/rbac/role.yaml. Exactly the verbs the code uses, no wildcards.
 */}}
 {{- define "my-operator.managerRules" -}}
 - apiGroups: [myorg.io]

@@ -1,4 +1,4 @@
-// The canary life cycle (DESIGN.md "Canary") with the real operator binary on the real control
+// The canary life cycle (docs/design.md "Canary") with the real operator binary on the real control
 // plane: start, promotion, removal, and the automatic abort of a canary that never becomes
 // Available within spec.canary.progressDeadlineSeconds.
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-// Feature flags (DESIGN.md "Feature flags") with the real operator binary on the real control
+// Feature flags (docs/design.md "Feature flags") with the real operator binary on the real control
 // plane: the ConfigMap in the operator's namespace is watched and applied without a restart, and
 // a MyResource's myorg.io/features annotation overrides it for that object.
 #include <catch2/catch.hpp>

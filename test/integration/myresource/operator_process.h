@@ -129,7 +129,7 @@ bool has_event(const std::string& namespace_, const std::string& kind, const std
                const std::string& type, const std::string& reason);
 std::string describe(const std::vector<std::string>& lines);
 
-// Creates or replaces the feature-flag ConfigMap (DESIGN.md "Feature flags") in `namespace_`
+// Creates or replaces the feature-flag ConfigMap (docs/design.md "Feature flags") in `namespace_`
 // with exactly `data`; FAILs when kubectl does.
 void set_feature_flags(const std::string& namespace_,
                        const std::vector<std::pair<std::string, std::string>>& data,

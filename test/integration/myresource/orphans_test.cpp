@@ -1,4 +1,4 @@
-// The orphan sweep (DESIGN.md "Orphan sweep") with the real operator binary on the real control
+// The orphan sweep (docs/design.md "Orphan sweep") with the real operator binary on the real control
 // plane: a Deployment managed by my-operator whose controller owner MyResource is gone is reported
 // (orphanPolicy report) or deleted (orphanPolicy delete), as the feature ConfigMap says at the time.
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
 // A manager with a real informer and controller: probes follow cache sync, /metrics carries the
-// DESIGN.md names, a throwing reconciler is retried with backoff while the process stays up, and a
+// docs/design.md names, a throwing reconciler is retried with backoff while the process stays up, and a
 // graceful stop waits for the reconcile in flight.
 #include <catch2/catch.hpp>
 

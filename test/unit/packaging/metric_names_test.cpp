@@ -1,4 +1,4 @@
-// The dashboard and the alerts use only metric names of DESIGN.md ("Metrics"), so they
+// The dashboard and the alerts use only metric names of docs/design.md ("Metrics"), so they
 // show data once the operator exports what the contract says.
 #include <catch2/catch.hpp>
 

@@ -92,7 +92,7 @@ inline std::set<std::string> expected_metrics_auth_grants() {
   return {"authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create"};
 }
 
-// What my-operator needs in each namespace it watches (DESIGN.md), as granted() spells it.
+// What my-operator needs in each namespace it watches (docs/design.md "Permissions"), as granted() spells it.
 inline std::set<std::string> expected_manager_grants() {
   std::set<std::string> grants;
   auto add = [&](const std::string& resource, std::initializer_list<const char*> verbs) {

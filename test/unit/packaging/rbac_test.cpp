@@ -1,4 +1,4 @@
-// config/rbac grants exactly what DESIGN.md says the operator uses, and nothing that the
+// config/rbac grants exactly what docs/design.md says the operator uses, and nothing that the
 // least-privilege rules forbid (wildcards, escalation verbs, cluster-admin bindings).
 #include <catch2/catch.hpp>
 
