@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
       std::cerr << transport.error().to_string() << "\n";
       return 1;
     }
-    auto client = std::make_shared<kube::Client>(transport.value());
+    auto client = std::make_shared<kube::Client>(transport.value(), "cache-memory-bench");
     source = kube::make_client_watch_source(client, kube::resources::config_maps(), namespace_name);
   }
   runtime::InformerOptions options;

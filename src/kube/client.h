@@ -75,7 +75,8 @@ struct WatchOptions {
 
 class Client {
  public:
-  explicit Client(std::shared_ptr<Transport> transport, std::string default_field_manager = "my-operator");
+  // `default_field_manager` names the program in managedFields when a write names no manager.
+  Client(std::shared_ptr<Transport> transport, std::string default_field_manager);
 
   Result<rapidjson::Document> get(const ResourceType& type, std::string_view namespace_name,
                                   std::string_view name, const GetOptions& options = {},

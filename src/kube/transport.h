@@ -87,7 +87,7 @@ class Transport {
 struct TransportOptions {
   double qps = 0;  // client-side limit in requests per second; <= 0: none
   int burst = 100;
-  std::string user_agent = "my-operator";
+  std::string user_agent = "kube-client-cpp";  // the program sets its own, e.g. "my-operator/0.1.0"
   std::chrono::milliseconds default_timeout{std::chrono::seconds(30)};
   // cpprestsdk opens one TLS connection per in-flight request and never bounds its pool: at most this
   // many requests (streams not counted) are in flight at once; the rest wait, within their deadline.

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <stdexcept>
 
 #include "kube/resource.h"
 #include "runtime/logging.h"
@@ -39,6 +40,9 @@ EventSubject EventSubject::of(const kube::Object& object) {
 
 EventRecorder::EventRecorder(std::shared_ptr<kube::Client> client, EventRecorderOptions options)
     : client_(std::move(client)), options_(std::move(options)), bucket_(options_.qps, options_.burst) {
+  if (options_.reporting_controller.empty()) {
+    throw std::invalid_argument("EventRecorderOptions::reporting_controller is required (e.g. example.com/my-controller)");
+  }
   if (options_.reporting_instance.empty()) options_.reporting_instance = host_name();
   thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }

@@ -27,7 +27,8 @@ namespace myop::runtime {
 enum class EventSeverity { normal, warning };
 
 struct EventRecorderOptions {
-  std::string reporting_controller = "myorg.io/my-operator";
+  // Event.reportingController, e.g. "myorg.io/my-operator"; required.
+  std::string reporting_controller;
   // Default: the host name.
   std::string reporting_instance;
   Duration series_window = std::chrono::minutes(6);

@@ -98,7 +98,6 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     http::response<http::string_body> response;
     response.version(request_.version());
     response.keep_alive(request_.keep_alive());
-    response.set(http::field::server, "my-operator");
     if (request_.method() != http::verb::get && request_.method() != http::verb::head) {
       response.result(http::status::method_not_allowed);
       response.set(http::field::allow, "GET, HEAD");

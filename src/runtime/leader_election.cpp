@@ -1,5 +1,6 @@
 #include "runtime/leader_election.h"
 
+#include <stdexcept>
 #include <rapidjson/document.h>
 #include <unistd.h>
 
@@ -58,6 +59,9 @@ rapidjson::Document lease_body(const LeaderElectionOptions& options, const std::
 
 LeaseLeaderElector::LeaseLeaderElector(std::shared_ptr<kube::Client> client, LeaderElectionOptions options)
     : client_(std::move(client)), options_(std::move(options)) {
+  if (options_.name.empty() || options_.namespace_name.empty()) {
+    throw std::invalid_argument("LeaderElectionOptions: the Lease's namespace_name and name are required");
+  }
   if (options_.identity.empty()) options_.identity = default_identity();
   if (options_.registry) {
     master_status_ = &prometheus::BuildGauge()

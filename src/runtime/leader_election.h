@@ -32,7 +32,7 @@ namespace myop::runtime {
 
 struct LeaderElectionOptions {
   std::string namespace_name;
-  std::string name = "my-operator.myorg.io";
+  std::string name;  // the Lease; required
   // Unique per replica; default: hostname + random suffix.
   std::string identity;
   Duration lease_duration = std::chrono::seconds(15);

@@ -146,7 +146,7 @@ std::optional<std::string> Manager::prepare_metrics_tls() {
     std::vector<std::string> names = {"localhost", "127.0.0.1", "::1"};
     char host[256] = {};
     if (gethostname(host, sizeof(host) - 1) == 0 && host[0] != '\0') names.insert(names.begin(), host);
-    auto pair = generate_self_signed_certificate(names);
+    auto pair = generate_self_signed_certificate(names, options_.field_manager);
     if (!pair) return "cannot make a self-signed certificate: " + pair.error().message;
     auto context = make_server_tls_context(*pair);
     if (!context) return "cannot use the self-signed certificate: " + context.error().message;

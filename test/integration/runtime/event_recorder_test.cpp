@@ -19,6 +19,7 @@ TEST_CASE("repeated events are aggregated into a series with a count", "[runtime
   auto subject = kube::Object::copy_of(subject_json.value());
 
   EventRecorderOptions options;
+  options.reporting_controller = "myorg.io/my-operator";
   options.reporting_instance = "integration-test";
   EventRecorder recorder(client, options);
   for (int i = 0; i < 5; ++i) {

@@ -10,6 +10,8 @@
 
 #include "kube/watch_source.h"
 #include "runtime/informer.h"
+#include "runtime/informer_registry.h"
+#include "runtime/writer.h"
 #include "runtime_test_support.h"
 
 using namespace myop;
@@ -164,32 +166,43 @@ TEST_CASE("informer over 2,000 objects equals a fresh LIST through restarts and 
   informer.stop();
 }
 
-TEST_CASE("read-your-own-writes: the cache has the write's result before the watch delivers it",
-          "[runtime][informer]") {
+TEST_CASE("read-your-own-writes: the cached writer's answer is in the cache before the watch delivers it",
+          "[runtime][informer][writer]") {
   testenv::ScopedNamespace ns("rt-ryow");
   auto client = admin_client();
   create_config_maps(*client, ns.name(), 1, "ryow-");
-  Informer informer(kube::make_client_watch_source(client, kube::resources::config_maps(), ns.name()),
-                    options_for(ns.name()));
-  informer.start();
-  REQUIRE(eventually([&] { return informer.has_synced(); }));
-  REQUIRE(eventually([&] { return informer.cache().get({ns.name(), "ryow-0"}) != nullptr; }));
+  auto registry = std::make_shared<InformerRegistry>(client);
+  auto informers = registry->informer(kube::resources::config_maps(), {{ns.name()}, "", ""});
+  // A second informer of the same kind whose selector the object does not match: never fed.
+  auto labelled = registry->informer(kube::resources::config_maps(), {{ns.name()}, "team=nobody", ""});
+  Writer writer(client, registry, "ryow-test");
+  registry->start();
+  REQUIRE(eventually([&] { return registry->has_synced(); }));
+  REQUIRE(eventually([&] { return informers->get({ns.name(), "ryow-0"}) != nullptr; }));
 
   for (int round = 0; round < 20; ++round) {
-    auto before = informer.cache().get({ns.name(), "ryow-0"});
-    REQUIRE(before);
     const std::string patch = R"({"data":{"round":")" + std::to_string(round) + R"("}})";
     auto written =
-        client->patch(kube::resources::config_maps(), ns.name(), "ryow-0", kube::PatchType::Merge, patch);
+        writer.patch(kube::resources::config_maps(), {ns.name(), "ryow-0"}, kube::PatchType::Merge, patch);
     REQUIRE(written);
-    informer.observe_write(written.value(), before->resource_version());
-    // Immediately, without waiting for the watch: the cache is at least as new as our write.
-    auto after = informer.cache().get({ns.name(), "ryow-0"});
+    // Immediately, without waiting for the watch: the cache is at least as new as our write, and
+    // the writer returned the object as stored.
+    auto after = informers->get({ns.name(), "ryow-0"});
     REQUIRE(after);
     const auto* round_value = after->view().find({"data", "round"});
     REQUIRE(round_value);
     CHECK(std::string(round_value->GetString()) == std::to_string(round));
+    const auto* returned_round = written.value()->view().find({"data", "round"});
+    REQUIRE(returned_round);
+    CHECK(std::string(returned_round->GetString()) == std::to_string(round));
+    CHECK(labelled->get({ns.name(), "ryow-0"}) == nullptr);
   }
-  CHECK(eventually([&] { return cached(informer) == fresh_list(*client, ns.name()); }));
-  informer.stop();
+  auto removed = writer.remove(kube::resources::config_maps(), {ns.name(), "ryow-0"});
+  REQUIRE(removed);
+  CHECK(removed.value() == nullptr);  // gone at once: no finalizer holds a ConfigMap
+  CHECK(informers->get({ns.name(), "ryow-0"}) == nullptr);
+  auto again = writer.remove(kube::resources::config_maps(), {ns.name(), "ryow-0"});
+  REQUIRE_FALSE(again);
+  CHECK(kube::is_not_found(again.error()));
+  registry->stop();
 }

@@ -140,7 +140,7 @@ TEST_CASE("verbs map onto methods, paths, content types and query parameters", "
 
 TEST_CASE("non-2xx answers become typed errors", "[kube][client]") {
   auto transport = std::make_shared<RecordingTransport>();
-  Client client(transport);
+  Client client(transport, "client-test");
   transport->answers.push_back(Response{
       404, R"({"kind":"Status","reason":"NotFound","message":"configmaps \"x\" not found","code":404})", ""});
   auto result = client.get(resources::config_maps(), "ns", "x");
@@ -159,7 +159,7 @@ TEST_CASE("non-2xx answers become typed errors", "[kube][client]") {
 TEST_CASE("list_all joins pages and falls back to a full list when the continue token expires",
           "[kube][client]") {
   auto transport = std::make_shared<RecordingTransport>();
-  Client client(transport);
+  Client client(transport, "client-test");
   ListOptions options;
   options.limit = 2;
   options.resource_version = "0";

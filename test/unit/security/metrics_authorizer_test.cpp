@@ -164,7 +164,7 @@ TEST_CASE("security: an unreachable API server gives 500 and is asked again next
 TEST_CASE("security: the Kubernetes reviewer sends a TokenReview and a SubjectAccessReview",
           "[security][metrics]") {
   auto transport = std::make_shared<RecordingTransport>();
-  auto client = std::make_shared<kube::Client>(transport);
+  auto client = std::make_shared<kube::Client>(transport, "metrics-authorizer-test");
   KubeAccessReviewer reviewer(client, {"https://kubernetes.default.svc"});
 
   transport->answers.push_back({201,

@@ -1,0 +1,96 @@
+// The controller builder on the real control plane: two controllers of one manager that watch the
+// same kind share one informer (one watch), each gets every key of its own kind, owned objects map to
+// their owner, and a leader-only runnable starts only once the caches are synced.
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <mutex>
+#include <set>
+
+#include "runtime/builder.h"
+#include "runtime/manager.h"
+#include "runtime_test_support.h"
+
+using namespace myop;
+using namespace myop::runtime;
+using namespace myop::runtime::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Recording final : Reconciler {
+  ReconcileResult reconcile(const ReconcileRequest& request) override {
+    std::lock_guard lock(mutex);
+    keys.insert(request.key.to_string());
+    return ReconcileResult::done();
+  }
+  bool saw(const std::string& key) {
+    std::lock_guard lock(mutex);
+    return keys.count(key) == 1;
+  }
+  std::mutex mutex;
+  std::set<std::string> keys;
+};
+
+struct LeaderWork final : Runnable {
+  explicit LeaderWork(Manager& manager) : manager(manager) {}
+  std::string name() const override { return "leader-work"; }
+  bool needs_leader_election() const override { return true; }
+  bool has_synced() const override { return true; }
+  void start() override { synced_at_start = manager.caches_synced(); started = true; }
+  void stop() override { stopped = true; }
+  Manager& manager;
+  std::atomic<bool> started{false}, stopped{false}, synced_at_start{false};
+};
+
+}  // namespace
+
+TEST_CASE("builder: controllers share informers, owns maps children to owners, leader work starts last",
+          "[runtime][builder]") {
+  testenv::ScopedNamespace ns("rt-builder");
+  ManagerOptions options;
+  options.client = admin_client();
+  options.field_manager = "builder-test";
+  options.namespaces = {ns.name()};
+  options.metrics_bind_address = "0";
+  options.health_probe_bind_address = "0";
+  Manager manager(options);
+
+  auto first = std::make_shared<Recording>();
+  auto second = std::make_shared<Recording>();
+  // Pods are owned by ConfigMaps here only in name: any kind can own any other.
+  ControllerBuilder(manager, "first").for_kind(kube::resources::config_maps()).complete(first);
+  ControllerBuilder(manager, "second")
+      .for_kind(kube::resources::config_maps())
+      .owns(kube::resources::secrets())
+      .complete(second);
+  CHECK(manager.informers().size() == 2);  // configmaps once for both, secrets
+  auto leader_work = std::make_shared<LeaderWork>(manager);
+  manager.add_runnable(leader_work);
+
+  std::stop_source stop;
+  auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
+  REQUIRE(eventually([&] { return manager.caches_synced(); }));
+  REQUIRE(eventually([&] { return leader_work->started.load(); }));
+  CHECK(leader_work->synced_at_start);
+
+  testenv::kubectl_or_fail("create configmap owner -n " + ns.name());
+  const std::string uid = testenv::kubectl_or_fail("get configmap owner -n " + ns.name() +
+                                                   " -o jsonpath={.metadata.uid}");
+  CHECK(eventually([&] { return first->saw(ns.name() + "/owner") && second->saw(ns.name() + "/owner"); }));
+  testenv::kubectl_apply(R"(apiVersion: v1
+kind: Secret
+metadata:
+  name: child
+  namespace: )" + ns.name() + R"(
+  ownerReferences:
+  - {apiVersion: v1, kind: ConfigMap, name: owner-of-child, uid: )" + uid + R"(, controller: true}
+)");
+  CHECK(eventually([&] { return second->saw(ns.name() + "/owner-of-child"); }));
+  CHECK_FALSE(first->saw(ns.name() + "/owner-of-child"));  // first does not own Secrets
+  CHECK_FALSE(second->saw(ns.name() + "/child"));          // a child is never a key of its own
+
+  stop.request_stop();
+  CHECK(exit_code.get() == 0);
+  CHECK(leader_work->stopped);
+}
