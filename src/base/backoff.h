@@ -1,7 +1,7 @@
 // The one backoff: how long to wait before the next attempt of something that keeps failing (a
 // watch reconnect, a work-queue key, a request to the API server).
 //
-// After n consecutive failures (n >= 0) the wait is at most
+// The wait after a failure that `n` consecutive failures came before (0 for the first) is at most
 //     ceiling(n) = min(maximum, initial * multiplier^n)
 // and jitter, drawn as u uniform in [0, 1), spreads out clients that failed together (an API
 // server restart) so they do not come back in lockstep:
@@ -37,7 +37,7 @@ class BackoffSchedule {
   // Sanitizes: jitter within [0, 1], multiplier at least 1 (never shrinks), maximum at least initial.
   explicit BackoffSchedule(BackoffSettings settings = {});
 
-  // The wait after `failures` consecutive failures, without jitter.
+  // The wait after a failure that `failures` consecutive failures came before, without jitter.
   Duration ceiling(int failures) const;
   // `ceiling` with jitter applied for `draw` in [0, 1).
   Duration jittered(Duration ceiling, double draw) const;

@@ -83,7 +83,7 @@ TEST_CASE("backoff settings are sanitized and huge failure counts do not overflo
 
 TEST_CASE("the work queue's schedule doubles from 5 ms and caps at 1000 s", "[base][backoff]") {
   const BackoffSchedule schedule = work_queue_schedule();
-  // ceiling(n) is the wait after n failures; the queue asks with its per-key count minus one.
+  // A key's n-th consecutive failure waits ceiling(n - 1).
   CHECK(schedule.ceiling(0) == 5ms);
   CHECK(schedule.ceiling(1) == 10ms);
   CHECK(schedule.ceiling(2) == 20ms);
