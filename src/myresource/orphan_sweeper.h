@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -69,6 +70,7 @@ class OrphanSweeper final : public runtime::Runnable {
   std::string name() const override { return "orphan-sweep"; }
   bool needs_leader_election() const override { return true; }
   bool has_synced() const override { return true; }
+  void on_synced(std::function<void()> callback) override { callback(); }
   void start() override;
   void stop() override;
 
