@@ -27,7 +27,7 @@
 #include <string>
 
 #include "myresource/cluster.h"
-#include "myresource/rfc3339.h"
+#include "myresource/conditions.h"
 #include "runtime/reconciler.h"
 
 namespace myop::myresource {
