@@ -285,12 +285,13 @@ TEST_CASE("stop waits for an in-flight reconcile within the grace period", "[run
   REQUIRE(fixture.reconciler->wait([&] { return fixture.reconciler->running_ == 1; }));
   std::atomic<bool> stopped{false};
   bool finished_in_time = false;
+  const auto grace_ends = fixture.clock->now() + 30s;
   std::thread stopper([&] {
     finished_in_time = controller.stop(30s);
     stopped = true;
   });
-  // The stopper must still be waiting: the reconcile has not returned.
-  while (!controller.queue().shutting_down()) std::this_thread::yield();
+  // The stopper waits out the grace period for the reconcile, which has not returned.
+  REQUIRE(fixture.clock->await_deadline(grace_ends));
   CHECK_FALSE(stopped);
   gate.open();
   stopper.join();
