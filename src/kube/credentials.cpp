@@ -15,9 +15,10 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <fstream>
 #include <sstream>
+
+#include "base/time_format.h"
 
 extern char** environ;
 
@@ -53,38 +54,6 @@ std::string encode_base64(std::string_view data) {
     encoded += '=';
   }
   return encoded;
-}
-
-// RFC 3339 ("2026-01-02T03:04:05Z", optional fraction, "Z" or "+hh:mm").
-std::optional<std::chrono::system_clock::time_point> parse_rfc3339(const std::string& text) {
-  std::tm parts{};
-  int consumed = 0;
-  if (std::sscanf(text.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &parts.tm_year, &parts.tm_mon, &parts.tm_mday,
-                  &parts.tm_hour, &parts.tm_min, &parts.tm_sec, &consumed) != 6)
-    return std::nullopt;
-  parts.tm_year -= 1900;
-  parts.tm_mon -= 1;
-  std::size_t position = static_cast<std::size_t>(consumed);
-  if (position < text.size() && text[position] == '.') {
-    ++position;
-    while (position < text.size() && std::isdigit(static_cast<unsigned char>(text[position]))) ++position;
-  }
-  long offset_seconds = 0;
-  if (position < text.size() && (text[position] == 'Z' || text[position] == 'z')) {
-    ++position;
-  } else if (position < text.size() && (text[position] == '+' || text[position] == '-')) {
-    int hours = 0;
-    int minutes = 0;
-    if (std::sscanf(text.c_str() + position + 1, "%2d:%2d", &hours, &minutes) != 2) return std::nullopt;
-    offset_seconds = (hours * 3600L + minutes * 60L) * (text[position] == '+' ? 1 : -1);
-    position += 6;
-  } else {
-    return std::nullopt;
-  }
-  if (position != text.size()) return std::nullopt;
-  const std::time_t utc = timegm(&parts);
-  if (utc == static_cast<std::time_t>(-1)) return std::nullopt;
-  return std::chrono::system_clock::from_time_t(utc - offset_seconds);
 }
 
 std::string string_member(const rapidjson::Value& object, const char* name) {
@@ -173,7 +142,7 @@ Result<Credential> parse_exec_credential(std::string_view json, const std::strin
     return plugin_error(command, "printed neither status.token nor status.clientCertificateData");
   const std::string expiration = string_member(status->value, "expirationTimestamp");
   if (!expiration.empty()) {
-    credential.expiry = parse_rfc3339(expiration);
+    credential.expiry = base::parse_rfc3339(expiration);
     if (!credential.expiry)
       return plugin_error(command,
                           "printed status.expirationTimestamp \"" + expiration + "\" that is not RFC 3339");

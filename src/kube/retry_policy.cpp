@@ -1,7 +1,6 @@
 #include "kube/retry_policy.h"
 
 #include <algorithm>
-#include <cmath>
 #include <random>
 
 namespace myop::kube {
@@ -22,7 +21,10 @@ bool is_idempotent_method(std::string_view method) {
 }
 
 RetryPolicy::RetryPolicy(Settings settings, std::function<double()> random)
-    : settings_(settings), random_(random ? std::move(random) : std::function<double()>(default_random)) {}
+    : settings_(settings),
+      schedule_(base::BackoffSettings{settings.initial_backoff, settings.max_backoff, 2.0, settings.jitter,
+                                      base::JitterDirection::up}),
+      random_(random ? std::move(random) : std::function<double()>(default_random)) {}
 
 bool RetryPolicy::is_retryable(std::string_view method, const Error& error) {
   if (error.request_not_sent)
@@ -52,18 +54,12 @@ std::optional<std::chrono::milliseconds> RetryPolicy::next_delay(int attempt, st
   if (attempt < 1 || attempt > settings_.max_retries) return std::nullopt;
   if (!is_retryable(method, error)) return std::nullopt;
 
-  std::chrono::milliseconds base;
-  if (error.retry_after) {
-    base = std::min<std::chrono::milliseconds>(*error.retry_after, settings_.max_retry_after);
-  } else {
-    const double factor = std::pow(2.0, std::min(attempt - 1, 30));
-    const double backoff = static_cast<double>(settings_.initial_backoff.count()) * factor;
-    base = std::chrono::milliseconds(
-        static_cast<std::int64_t>(std::min(backoff, static_cast<double>(settings_.max_backoff.count()))));
-  }
-  const double spread = std::clamp(random_(), 0.0, 1.0) * settings_.jitter;
-  return std::chrono::milliseconds(
-      static_cast<std::int64_t>(static_cast<double>(base.count()) * (1.0 + spread)));
+  // The first retry waits ceiling(0) = initial_backoff.
+  const base::Duration ceiling =
+      error.retry_after
+          ? base::Duration(std::min<std::chrono::milliseconds>(*error.retry_after, settings_.max_retry_after))
+          : schedule_.ceiling(attempt - 1);
+  return std::chrono::duration_cast<std::chrono::milliseconds>(schedule_.jittered(ceiling, random_()));
 }
 
 }  // namespace myop::kube

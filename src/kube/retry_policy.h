@@ -4,8 +4,9 @@
 // Retried: 429 (the server shed the request before doing anything, so any verb), 503 and 504 and
 // 500/ServerTimeout for idempotent verbs or when the server sent Retry-After, connection resets for
 // idempotent verbs, and any failure where the request certainly never reached the server. At most
-// `max_retries` times (client-go uses 10). The wait is Retry-After when the server gave one, else an
-// exponential backoff; jitter spreads a crowd of clients apart.
+// `max_retries` times (client-go uses 10). The wait is Retry-After when the server gave one, else the
+// exponential base::Backoff schedule; jitter (upwards, so a Retry-After stays a minimum) spreads a
+// crowd of clients apart.
 #pragma once
 
 #include <chrono>
@@ -13,6 +14,7 @@
 #include <optional>
 #include <string_view>
 
+#include "base/backoff.h"
 #include "kube/errors.h"
 
 namespace myop::kube {
@@ -21,10 +23,11 @@ bool is_idempotent_method(std::string_view method);
 
 struct RetrySettings {
   int max_retries = 10;
+  // The backoff without Retry-After: 200 ms doubling to 10 s.
   std::chrono::milliseconds initial_backoff{200};
   std::chrono::milliseconds max_backoff{10'000};
   std::chrono::seconds max_retry_after{60};  // a larger Retry-After is capped, never ignored
-  double jitter = 0.2;                       // up to +20 %
+  double jitter = 0.2;                       // up to +20 %, on Retry-After too
 };
 
 class RetryPolicy {
@@ -45,6 +48,7 @@ class RetryPolicy {
 
  private:
   Settings settings_;
+  base::BackoffSchedule schedule_;
   std::function<double()> random_;
 };
 

@@ -14,12 +14,13 @@
 #include <limits>
 #include <mutex>
 
-#include "kube/token_bucket.h"
+#include "base/clock.h"
+#include "base/token_bucket.h"
 
 namespace myop::kube {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using base::TimePoint;
 using web::http::http_request;
 using web::http::http_response;
 using web::http::client::http_client;
@@ -50,23 +51,14 @@ struct Pending {
 
 enum class WaitOutcome { Done, Stopped, DeadlineExceeded };
 
-// Sleeps until done, stop or deadline, without polling: an idle watch waits here between chunks, and a
-// wake-up every 100 ms per watch was most of the operator's CPU in an idle cluster.
+// Sleeps until done, stop or deadline, without polling: an idle watch waits here between chunks.
 template <typename T>
-WaitOutcome wait_for(Pending<T>& pending, const std::stop_token& stop, Clock::time_point deadline) {
+WaitOutcome wait_for(const base::Clock& clock, Pending<T>& pending, const std::stop_token& stop,
+                     TimePoint deadline) {
   std::unique_lock lock(pending.mutex);
-  if (pending.changed.wait_until(lock, stop, deadline, [&pending] { return pending.done; }))
+  if (clock.wait_until(pending.changed, lock, stop, deadline, [&pending] { return pending.done; }))
     return WaitOutcome::Done;
   return stop.stop_requested() ? WaitOutcome::Stopped : WaitOutcome::DeadlineExceeded;
-}
-
-// Sleeps up to `duration`; false when stopped first.
-bool sleep_for(std::chrono::milliseconds duration, const std::stop_token& stop) {
-  std::mutex mutex;
-  std::condition_variable_any sleeper;
-  std::unique_lock lock(mutex);
-  sleeper.wait_for(lock, stop, duration, [] { return false; });
-  return !stop.stop_requested();
 }
 
 std::string milliseconds_text(std::chrono::milliseconds duration) {
@@ -168,17 +160,15 @@ std::string host_of(const std::string& server) {
 // std::stop_token). acquire() returns a guard that frees the slot when it goes away.
 class InFlightLimit {
  public:
-  explicit InFlightLimit(int limit) : available_(limit > 0 ? limit : std::numeric_limits<int>::max()) {}
+  InFlightLimit(int limit, std::shared_ptr<const base::Clock> clock)
+      : clock_(std::move(clock)), available_(limit > 0 ? limit : std::numeric_limits<int>::max()) {}
 
   using Guard = std::unique_ptr<InFlightLimit, void (*)(InFlightLimit*)>;
 
-  Guard acquire(const std::stop_token& stop, Clock::time_point deadline) {
+  Guard acquire(const std::stop_token& stop, TimePoint deadline) {
     std::unique_lock lock(mutex_);
-    while (available_ == 0) {
-      if (stop.stop_requested() || Clock::now() >= deadline)
-        return Guard(nullptr, &InFlightLimit::release_slot);
-      freed_.wait_until(lock, std::min(deadline, Clock::now() + std::chrono::milliseconds(100)));
-    }
+    if (!clock_->wait_until(freed_, lock, stop, deadline, [this] { return available_ > 0; }))
+      return Guard(nullptr, &InFlightLimit::release_slot);
     --available_;
     return Guard(this, &InFlightLimit::release_slot);
   }
@@ -195,8 +185,9 @@ class InFlightLimit {
     freed_.notify_one();
   }
 
+  const std::shared_ptr<const base::Clock> clock_;
   std::mutex mutex_;
-  std::condition_variable freed_;
+  std::condition_variable_any freed_;
   int available_;
 };
 
@@ -207,8 +198,9 @@ class HttpsTransport final : public Transport {
         options_(std::move(options)),
         host_(host_of(config_.server)),
         credentials_(std::move(credentials)),
-        bucket_(options_.qps, options_.burst),
-        in_flight_(options_.max_requests_in_flight),
+        clock_(options_.clock ? options_.clock : base::system_clock()),
+        bucket_(options_.qps, options_.burst, clock_),
+        in_flight_(options_.max_requests_in_flight, clock_),
         retry_(options_.retry),
         // Never freed: the verify hook of a pooled connection may outlive this transport.
         diagnostics_(new TlsDiagnostics) {}
@@ -217,7 +209,7 @@ class HttpsTransport final : public Transport {
 
   Result<Response> send(const Request& request, std::stop_token stop) override {
     const auto timeout = request.timeout.count() > 0 ? request.timeout : options_.default_timeout;
-    const auto deadline = Clock::now() + timeout;
+    const auto deadline = clock_->now() + timeout;
     bool retried_unauthorized = false;
     for (int attempt = 0;; ++attempt) {
       auto prepared = prepare(request, stop, deadline);
@@ -232,7 +224,7 @@ class HttpsTransport final : public Transport {
                                                std::to_string(options_.max_requests_in_flight) +
                                                ") to send " + request.path + " before its deadline");
       }
-      const auto started = Clock::now();
+      const auto started = clock_->now();
       auto answer = execute(clients->requests, std::move(message), stop, deadline, timeout);
       slot.reset();
       observe(request.method, answer, started);
@@ -254,13 +246,13 @@ class HttpsTransport final : public Transport {
       }
 
       auto delay = retry_.next_delay(attempt + 1, request.method, failure);
-      if (!delay || Clock::now() + *delay >= deadline) {
+      if (!delay || clock_->now() + *delay >= deadline) {
         if (answer) return Response{answer->status, std::move(answer->body), std::move(answer->content_type)};
         return failure;
       }
       spdlog::debug("{} {}: {}; retry {} in {} ms", request.method, request.path, failure.to_string(),
                     attempt + 1, delay->count());
-      if (!sleep_for(*delay, stop))
+      if (!clock_->sleep_for(stop, *delay))
         return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
     }
   }
@@ -268,14 +260,14 @@ class HttpsTransport final : public Transport {
   Result<StreamEnd> stream(const Request& request, const ChunkHandler& on_chunk, std::stop_token stop,
                            const StreamOptions& options) override {
     const auto open_timeout = request.timeout.count() > 0 ? request.timeout : options_.default_timeout;
-    const auto open_deadline = Clock::now() + open_timeout;
+    const auto open_deadline = clock_->now() + open_timeout;
     bool retried_unauthorized = false;
     for (int attempt = 0;; ++attempt) {
       auto prepared = prepare(request, stop, open_deadline);
       if (!prepared) return std::move(prepared).error();
       auto& [message, credential, clients] = prepared.value();
 
-      const auto started = Clock::now();
+      const auto started = clock_->now();
       pplx::cancellation_token_source cancellation;
       auto headers = std::make_shared<Pending<http_response>>();
       clients->streams->request(std::move(message), cancellation.get_token())
@@ -286,7 +278,7 @@ class HttpsTransport final : public Transport {
               headers->finish(std::nullopt, std::current_exception());
             }
           });
-      const auto outcome = wait_for(*headers, stop, open_deadline);
+      const auto outcome = wait_for(*clock_, *headers, stop, open_deadline);
       if (outcome != WaitOutcome::Done) {
         cancellation.cancel();
         if (outcome == WaitOutcome::Stopped)
@@ -298,8 +290,8 @@ class HttpsTransport final : public Transport {
         Error failure = error_from_exception(headers->failure, cancellation);
         observe_code(request.method, "<error>", started);
         auto delay = retry_.next_delay(attempt + 1, request.method, failure);
-        if (!delay || Clock::now() + *delay >= open_deadline) return failure;
-        if (!sleep_for(*delay, stop))
+        if (!delay || clock_->now() + *delay >= open_deadline) return failure;
+        if (!clock_->sleep_for(stop, *delay))
           return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
         continue;
       }
@@ -317,8 +309,8 @@ class HttpsTransport final : public Transport {
         Error failure = error_from_response(status, body ? body.value() : std::string());
         if (auto retry_after = parse_retry_after(response.headers())) failure.retry_after = retry_after;
         auto delay = retry_.next_delay(attempt + 1, request.method, failure);
-        if (!delay || Clock::now() + *delay >= open_deadline) return failure;
-        if (!sleep_for(*delay, stop))
+        if (!delay || clock_->now() + *delay >= open_deadline) return failure;
+        if (!clock_->sleep_for(stop, *delay))
           return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
         continue;
       }
@@ -388,10 +380,10 @@ class HttpsTransport final : public Transport {
   }
 
  private:
-  Result<Prepared> prepare(const Request& request, const std::stop_token& stop, Clock::time_point deadline) {
+  Result<Prepared> prepare(const Request& request, const std::stop_token& stop, TimePoint deadline) {
     if (stop.stop_requested())
       return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
-    const auto waiting_since = Clock::now();
+    const auto waiting_since = clock_->now();
     if (!bucket_.acquire(stop, deadline)) {
       if (stop.stop_requested())
         return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
@@ -400,7 +392,7 @@ class HttpsTransport final : public Transport {
                                              ") would delay " + request.path + " past its deadline");
     }
     if (options_.metrics)
-      options_.metrics->observe_rate_limiter_wait(request.method, host_, Clock::now() - waiting_since);
+      options_.metrics->observe_rate_limiter_wait(request.method, host_, clock_->now() - waiting_since);
 
     auto credential = credentials_->current();
     if (!credential) return std::move(credential).error();
@@ -429,7 +421,7 @@ class HttpsTransport final : public Transport {
   }
 
   Result<HttpAnswer> execute(const std::shared_ptr<http_client>& client, http_request message,
-                             const std::stop_token& stop, Clock::time_point deadline,
+                             const std::stop_token& stop, TimePoint deadline,
                              std::chrono::milliseconds timeout) {
     pplx::cancellation_token_source cancellation;
     auto pending = std::make_shared<Pending<HttpAnswer>>();
@@ -449,7 +441,7 @@ class HttpsTransport final : public Transport {
             pending->finish(std::nullopt, std::current_exception());
           }
         });
-    const auto outcome = wait_for(*pending, stop, deadline);
+    const auto outcome = wait_for(*clock_, *pending, stop, deadline);
     if (outcome == WaitOutcome::Stopped) {
       cancellation.cancel();
       return make_error(Reason::Cancelled, "request to " + config_.server + " cancelled");
@@ -464,7 +456,7 @@ class HttpsTransport final : public Transport {
   }
 
   Result<std::string> read_whole_body(http_response& response, pplx::cancellation_token_source& cancellation,
-                                      const std::stop_token& stop, Clock::time_point deadline) {
+                                      const std::stop_token& stop, TimePoint deadline) {
     auto pending = std::make_shared<Pending<std::string>>();
     response.extract_utf8string(true).then([pending](pplx::task<std::string> body) {
       try {
@@ -473,7 +465,7 @@ class HttpsTransport final : public Transport {
         pending->finish(std::nullopt, std::current_exception());
       }
     });
-    if (wait_for(*pending, stop, deadline) != WaitOutcome::Done) {
+    if (wait_for(*clock_, *pending, stop, deadline) != WaitOutcome::Done) {
       cancellation.cancel();
       return make_error(Reason::Timeout, "the error body did not arrive");
     }
@@ -499,7 +491,7 @@ class HttpsTransport final : public Transport {
           next->finish(std::nullopt, std::current_exception());
         }
       });
-      const auto outcome = wait_for(*next, stop, Clock::now() + options.idle_timeout);
+      const auto outcome = wait_for(*clock_, *next, stop, clock_->now() + options.idle_timeout);
       if (outcome == WaitOutcome::Stopped) {
         cancellation.cancel();
         return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
@@ -592,20 +584,21 @@ class HttpsTransport final : public Transport {
     return error;
   }
 
-  void observe(const std::string& method, const Result<HttpAnswer>& answer, Clock::time_point started) {
+  void observe(const std::string& method, const Result<HttpAnswer>& answer, TimePoint started) {
     observe_code(method, answer ? std::to_string(answer->status) : std::string("<error>"), started);
   }
 
-  void observe_code(const std::string& method, const std::string& code, Clock::time_point started) {
+  void observe_code(const std::string& method, const std::string& code, TimePoint started) {
     if (!options_.metrics) return;
-    options_.metrics->observe(RequestObservation{method, host_, code, Clock::now() - started});
+    options_.metrics->observe(RequestObservation{method, host_, code, clock_->now() - started});
   }
 
   const ClientConfig config_;
   const TransportOptions options_;
   const std::string host_;
   const std::shared_ptr<CredentialSource> credentials_;
-  TokenBucket bucket_;
+  const std::shared_ptr<const base::Clock> clock_;
+  base::TokenBucket bucket_;
   InFlightLimit in_flight_;
   const RetryPolicy retry_;
   TlsDiagnostics* const diagnostics_;

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/clock.h"
 #include "kube/config.h"
 #include "kube/credentials.h"
 #include "kube/errors.h"
@@ -95,6 +96,8 @@ struct TransportOptions {
   RetrySettings retry{};
   std::shared_ptr<RequestMetricsObserver> metrics;  // may be null
   std::shared_ptr<CredentialSource> credentials;    // null: make_credential_source(config)
+  // Deadlines, retry waits and the rate limit run on it.
+  std::shared_ptr<const base::Clock> clock = base::system_clock();
 };
 
 // The real transport. Fails early (InvalidConfiguration) on an unusable CA, certificate or key, naming

@@ -3,7 +3,6 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <exception>
 #include <utility>
 
@@ -14,15 +13,6 @@ namespace {
 // watch always comes first.
 constexpr std::chrono::seconds kIdleTimeoutMargin{30};
 constexpr int kShortestWatchTimeoutSeconds = 1;
-
-// Waits `delay` unless `stop` is requested first; false when stopped.
-bool sleep_unless_stopped(std::chrono::milliseconds delay, std::stop_token stop) {
-  std::mutex mutex;
-  std::condition_variable_any wake;
-  std::unique_lock lock(mutex);
-  wake.wait_for(lock, stop, delay, [] { return false; });
-  return !stop.stop_requested();
-}
 
 std::string string_member_of(const JsonValue& object, std::initializer_list<std::string_view> path) {
   const JsonValue* value = ObjectView(object).find(path);
@@ -87,6 +77,7 @@ Watcher::Watcher(std::shared_ptr<WatchSource> source, WatcherOptions options)
       options_(std::move(options)),
       backoff_(options_.backoff, options_.random_seed.value_or(std::random_device{}())),
       random_(options_.random_seed.value_or(std::random_device{}()) ^ 0x5bd1e995u) {
+  if (!options_.clock) options_.clock = base::system_clock();
   if (options_.initial_list_mode == InitialListMode::PaginatedList) watch_list_supported_ = false;
   if (options_.page_size < 1) options_.page_size = 500;
 }
@@ -154,16 +145,15 @@ Result<void> Watcher::run(const WatcherEventHandler& on_event, std::stop_token s
     // A clean end after real progress (the server's timeoutSeconds) reconnects at once; an error, or an
     // end without a single event, waits, so a server that hangs up at once is not hammered.
     if (!outcome.error && outcome.made_progress) continue;
-    auto delay = backoff_.next_delay();
+    base::Duration delay = backoff_.next_delay();
     if (outcome.error) {
-      if (outcome.error->retry_after) {
-        delay = std::max<std::chrono::milliseconds>(delay, *outcome.error->retry_after);
-      }
+      if (outcome.error->retry_after) delay = std::max<base::Duration>(delay, *outcome.error->retry_after);
+      const auto delay_milliseconds = std::chrono::round<std::chrono::milliseconds>(delay);
       spdlog::warn("watch {}: {} (state {}); retrying in {} ms", source_->describe(),
-                   outcome.error->to_string(), watcher_state_name(state()), delay.count());
-      if (options_.on_error) options_.on_error(*outcome.error, delay);
+                   outcome.error->to_string(), watcher_state_name(state()), delay_milliseconds.count());
+      if (options_.on_error) options_.on_error(*outcome.error, delay_milliseconds);
     }
-    if (!sleep_unless_stopped(delay, stop)) break;
+    if (!options_.clock->sleep_for(stop, delay)) break;
   }
   return {};
 }

@@ -34,7 +34,8 @@
 #include <stop_token>
 #include <string>
 
-#include "kube/backoff.h"
+#include "base/backoff.h"
+#include "base/clock.h"
 #include "kube/errors.h"
 #include "kube/object.h"
 #include "kube/watch_parser.h"
@@ -77,13 +78,16 @@ struct WatcherOptions {
   std::string field_selector;
   InitialListMode initial_list_mode = InitialListMode::Auto;
   std::int64_t page_size = 500;  // client-go's default
-  BackoffSettings backoff{};
+  // Waits between attempts; the defaults are the watch's (0.8 s doubling to 30 s, up to 20 % shorter).
+  base::BackoffSettings backoff{};
   // timeoutSeconds of each watch is drawn from [minimum, maximum] and kept 30 s below the stream's idle
   // timeout, so a quiet but healthy watch is ended by the server, never cut by the client.
   std::chrono::seconds minimum_watch_timeout{300};
   std::chrono::seconds maximum_watch_timeout{600};
   StreamOptions stream{};
   std::optional<std::uint64_t> random_seed;  // for deterministic tests; std::random_device otherwise
+  // The backoff waits run on it.
+  std::shared_ptr<const base::Clock> clock = base::system_clock();
   // Called for every failure the watcher recovers from (it always does), with the wait before the next
   // attempt; for logs and metrics. May be empty.
   std::function<void(const Error& error, std::chrono::milliseconds retry_in)> on_error;
@@ -123,7 +127,7 @@ class Watcher {
 
   std::shared_ptr<WatchSource> source_;
   WatcherOptions options_;
-  Backoff backoff_;
+  base::Backoff backoff_;
   std::mt19937_64 random_;
   WatchParser parser_;
 

@@ -1,5 +1,6 @@
 #include "myresource/canary.h"
 
+#include "base/time_format.h"
 #include "myresource/image_reference.h"
 
 namespace myop::myresource {
@@ -128,9 +129,9 @@ CanaryDecision decide_canary(const MyResource& resource, const Features& feature
   // Deployment; a new target starts it again.
   WallTime started = now;
   if (same_image) {
-    if (auto stored = parse_rfc3339(canary->canary_started_at)) {
+    if (auto stored = base::parse_rfc3339(canary->canary_started_at)) {
       started = *stored;
-    } else if (auto created = parse_rfc3339(canary->creation_timestamp)) {
+    } else if (auto created = base::parse_rfc3339(canary->creation_timestamp)) {
       started = *created;
     }
   }
@@ -153,7 +154,7 @@ CanaryDecision decide_canary(const MyResource& resource, const Features& feature
 
   CanaryDecision decision;
   decision.action = CanaryAction::Apply;
-  decision.plan = CanaryDeploymentPlan{image, settings.replicas, format_rfc3339(started)};
+  decision.plan = CanaryDeploymentPlan{image, settings.replicas, base::format_rfc3339(started)};
   if (failed) {
     decision.phase = CanaryPhase::Failed;
     decision.plan.replicas = 0;

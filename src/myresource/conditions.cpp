@@ -38,12 +38,12 @@ bool set_condition(std::vector<Condition>& conditions, Condition condition, Wall
   auto existing = std::find_if(conditions.begin(), conditions.end(),
                                [&](const Condition& candidate) { return candidate.type == condition.type; });
   if (existing == conditions.end()) {
-    condition.last_transition_time = format_rfc3339(now);
+    condition.last_transition_time = base::format_rfc3339(now);
     conditions.push_back(std::move(condition));
     return true;
   }
   if (existing->status != condition.status || existing->last_transition_time.empty()) {
-    condition.last_transition_time = format_rfc3339(now);
+    condition.last_transition_time = base::format_rfc3339(now);
   } else {
     condition.last_transition_time = existing->last_transition_time;
   }

@@ -12,9 +12,12 @@
 #include <string_view>
 #include <vector>
 
-#include "myresource/rfc3339.h"
+#include "base/time_format.h"
 
 namespace myop::myresource {
+
+// Condition times and the canary start: wall-clock time, written as RFC 3339.
+using base::WallTime;
 
 enum class ConditionStatus { True, False, Unknown };
 
@@ -28,7 +31,7 @@ struct Condition {
   std::string reason;
   std::string message;
   std::int64_t observed_generation = 0;
-  std::string last_transition_time;  // RFC 3339, as stored; see rfc3339.h
+  std::string last_transition_time;  // RFC 3339, as stored; see base/time_format.h
 
   bool operator==(const Condition&) const = default;
 };

@@ -33,8 +33,8 @@ void OrphanSweeper::stop() {
 void OrphanSweeper::run(std::stop_token stop) {
   auto delay = std::min(options_.first_delay, options_.period);
   std::unique_lock lock(mutex_);
-  // Waits return early only when stop is requested.
-  while (!wake_.wait_for(lock, stop, delay, [] { return false; }) && !stop.stop_requested()) {
+  // Waits end early only when stop is requested.
+  while (!options_.clock->wait_for(wake_, lock, stop, delay, [] { return false; }) && !stop.stop_requested()) {
     lock.unlock();
     sweep(stop);
     lock.lock();

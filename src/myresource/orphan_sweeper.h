@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -22,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "kube/errors.h"
 #include "kube/object.h"
 #include "myresource/features.h"
@@ -47,10 +49,11 @@ class OrphanSweepCluster {
 };
 
 struct OrphanSweeperOptions {
-  std::chrono::steady_clock::duration period = std::chrono::minutes(5);
+  base::Duration period = std::chrono::minutes(5);
   // Never longer than one period.
-  std::chrono::steady_clock::duration first_delay = std::chrono::seconds(30);
+  base::Duration first_delay = std::chrono::seconds(30);
   std::shared_ptr<prometheus::Registry> registry;  // myoperator_orphans_total{action}
+  std::shared_ptr<const base::Clock> clock = base::system_clock();
 };
 
 // What one pass did.
@@ -69,6 +72,7 @@ class OrphanSweeper final : public runtime::Runnable {
   std::string name() const override { return "orphan-sweep"; }
   bool needs_leader_election() const override { return true; }
   bool has_synced() const override { return true; }
+  void on_synced(std::function<void()> callback) override { callback(); }
   void start() override;
   void stop() override;
 

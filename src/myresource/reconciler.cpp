@@ -77,7 +77,7 @@ class Pass {
         request_(request),
         parsed_(parse_myresource(object->json())),
         resource_(parsed_.resource),
-        now_(options.now()) {}
+        now_(options.clock->wall_now()) {}
 
   ReconcileResult apply() {
     if (!parsed_.valid()) {

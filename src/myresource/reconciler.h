@@ -26,15 +26,16 @@
 #include <optional>
 #include <string>
 
+#include "base/clock.h"
 #include "myresource/cluster.h"
-#include "myresource/rfc3339.h"
+#include "myresource/conditions.h"
 #include "runtime/reconciler.h"
 
 namespace myop::myresource {
 
 struct ReconcilerOptions {
-  // Wall clock for condition times and canary deadlines; tests pass a fixed one.
-  std::function<WallTime()> now = [] { return std::chrono::system_clock::now(); };
+  // Wall time for condition times and canary deadlines; tests pass a fake clock.
+  std::shared_ptr<const base::Clock> clock = base::system_clock();
   // How soon to look again while waiting for children to disappear during deletion.
   runtime::Duration deletion_poll = std::chrono::seconds(2);
   // Longest time a status write waits for the Deployment controller to observe the stable

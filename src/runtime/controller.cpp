@@ -9,6 +9,14 @@
 
 namespace myop::runtime {
 
+namespace {
+
+// How often the in-flight metrics (unfinished work, longest running) are refreshed while
+// reconciles run, as client-go's unfinished-work loop does.
+constexpr Duration kInFlightMetricsPeriod = std::chrono::milliseconds(500);
+
+}  // namespace
+
 std::string new_reconcile_id() {
   thread_local std::mt19937_64 random{std::random_device{}()};
   const std::uint64_t high = random();
@@ -26,6 +34,7 @@ Controller::Controller(ControllerOptions options, std::shared_ptr<Reconciler> re
       reconciler_(std::move(reconciler)),
       metrics_(*options_.registry, options_.name) {
   if (options_.max_concurrent_reconciles < 1) options_.max_concurrent_reconciles = 1;
+  if (!options_.clock) options_.clock = base::system_clock();
   WorkQueueOptions queue_options = options_.queue;
   queue_options.name = options_.name;
   queue_options.clock = options_.clock;
@@ -94,10 +103,7 @@ bool Controller::stop(Duration grace) {
   bool finished = true;
   {
     std::unique_lock lock(mutex_);
-    const TimePoint deadline = options_.clock->now() + grace;
-    while (!in_flight_.empty() && options_.clock->now() < deadline) {
-      options_.clock->wait_until(idle_, lock, deadline);
-    }
+    options_.clock->wait_for(idle_, lock, {}, grace, [this] { return in_flight_.empty(); });
     if (!in_flight_.empty()) {
       finished = false;
       for (auto& [id, reconcile] : in_flight_) {
@@ -265,6 +271,15 @@ ReconcileResult Controller::invoke(const ReconcileRequest& request) {
   }
 }
 
+std::optional<TimePoint> Controller::next_deadline_locked() const {
+  std::optional<TimePoint> next;
+  for (const auto& [id, reconcile] : in_flight_) {
+    if (reconcile.stop.stop_requested()) continue;
+    if (!next || reconcile.deadline < *next) next = reconcile.deadline;
+  }
+  return next;
+}
+
 void Controller::run_watchdog(std::stop_token stop) {
   std::unique_lock lock(mutex_);
   while (!stop.stop_requested()) {
@@ -283,11 +298,15 @@ void Controller::run_watchdog(std::stop_token stop) {
     queue_->publish_in_flight_metrics();
     lock.lock();
     if (stop.stop_requested()) break;
-    // Deadlines are checked every 100 ms while reconciles run; with none running there is nothing to
-    // check (the first one to start wakes this up), so an idle operator does not wake 10 times a second.
-    const Duration period =
-        in_flight_.empty() ? Duration(std::chrono::seconds(10)) : Duration(std::chrono::milliseconds(100));
-    options_.clock->wait_until(idle_, lock, options_.clock->now() + period);
+    // While reconciles run: until the next deadline or metrics refresh. While none runs there is
+    // nothing to check, until the first one starts (process() notifies).
+    const bool idle = in_flight_.empty();
+    TimePoint wake_at = TimePoint::max();
+    if (!idle) {
+      wake_at = now + kInFlightMetricsPeriod;
+      if (auto deadline = next_deadline_locked()) wake_at = std::min(wake_at, *deadline);
+    }
+    options_.clock->wait_until(idle_, lock, stop, wake_at, [&] { return idle && !in_flight_.empty(); });
   }
 }
 

@@ -3,8 +3,9 @@
 // workers. Level-triggered like controller-runtime: events only say which key to look at.
 //
 // - At most `max_concurrent_reconciles` reconciles run at once, never two for one key.
-// - A reconcile gets a deadline; when it passes, the request's stop token is triggered (the
-//   kube client honours it) and the worker is expected to return an error soon after.
+// - A reconcile gets a deadline; when it passes on the controller's clock, the request's stop token
+//   is triggered (the kube client honours it) and the worker is expected to return an error soon
+//   after.
 // - A 409 Conflict (the cache was behind) is requeued shortly, not counted as a failure.
 // - An exception from the reconciler is counted (controller_runtime_reconcile_panics_total),
 //   logged and retried with backoff; it never escapes a worker.
@@ -14,12 +15,14 @@
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stop_token>
 #include <string>
 #include <thread>
 #include <unordered_map>
 #include <vector>
 
+#include "base/clock.h"
 #include "runtime/clock.h"
 #include "runtime/controller_metrics.h"
 #include "runtime/event_handler.h"
@@ -39,7 +42,8 @@ struct ControllerOptions {
   // Queue tuning; its name, clock and metrics are set by the controller.
   WorkQueueOptions queue{};
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
-  std::shared_ptr<const Clock> clock = std::make_shared<SteadyClock>();
+  // Reconcile deadlines, the shutdown grace period and the work queue run on it.
+  std::shared_ptr<const base::Clock> clock = base::system_clock();
 };
 
 class Controller {
@@ -83,6 +87,8 @@ class Controller {
   void process(const WorkItem& item);
   ReconcileResult invoke(const ReconcileRequest& request);
   void run_watchdog(std::stop_token stop);
+  // The earliest deadline of a reconcile not yet cancelled.
+  std::optional<TimePoint> next_deadline_locked() const;
   std::optional<TimePoint> take_event_seen(const ObjectKey& key);
   void restore_event_seen(const ObjectKey& key, TimePoint seen);
 
@@ -93,7 +99,8 @@ class Controller {
   std::vector<EventSource*> sources_;
 
   mutable std::mutex mutex_;
-  std::condition_variable idle_;
+  // Notified when a reconcile starts or finishes (the watchdog and stop() wait on it).
+  std::condition_variable_any idle_;
   std::unordered_map<std::string, InFlight> in_flight_;  // by reconcile id
   bool started_ = false;
   bool stopped_ = false;

@@ -10,9 +10,9 @@
 #include <cstdio>
 #include <stdexcept>
 
+#include "base/time_format.h"
 #include "kube/resource.h"
 #include "runtime/logging.h"
-#include "runtime/micro_time.h"
 
 namespace myop::runtime {
 
@@ -39,10 +39,14 @@ EventSubject EventSubject::of(const kube::Object& object) {
 }
 
 EventRecorder::EventRecorder(std::shared_ptr<kube::Client> client, EventRecorderOptions options)
-    : client_(std::move(client)), options_(std::move(options)), bucket_(options_.qps, options_.burst) {
+    : client_(std::move(client)),
+      options_(std::move(options)),
+      bucket_(options_.qps, options_.burst, options_.clock) {
   if (options_.reporting_controller.empty()) {
-    throw std::invalid_argument("EventRecorderOptions::reporting_controller is required (e.g. example.com/my-controller)");
+    throw std::invalid_argument(
+        "EventRecorderOptions::reporting_controller is required (e.g. example.com/my-controller)");
   }
+  if (!options_.clock) options_.clock = base::system_clock();
   if (options_.reporting_instance.empty()) options_.reporting_instance = host_name();
   thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }
@@ -62,7 +66,7 @@ void EventRecorder::record(const EventSubject& regarding, EventSeverity severity
     return;
   }
   queue_.push_back({regarding, severity, std::move(reason), std::move(action), std::move(note),
-                    std::chrono::system_clock::now()});
+                    options_.clock->wall_now()});
   wake_.notify_all();
 }
 
@@ -79,7 +83,7 @@ std::string EventRecorder::series_key(const Pending& pending) {
 }
 
 bool EventRecorder::take_token() {
-  const auto now = std::chrono::steady_clock::now();
+  const TimePoint now = options_.clock->now();
   if (bucket_.reserve(now) > Duration::zero()) {
     bucket_.cancel_reservation();
     return false;
@@ -89,7 +93,7 @@ bool EventRecorder::take_token() {
 
 void EventRecorder::post(const Pending& pending) {
   const std::string key = series_key(pending);
-  const TimePoint now = std::chrono::steady_clock::now();
+  const TimePoint now = options_.clock->now();
   {
     std::lock_guard lock(mutex_);
     auto series = series_.find(key);
@@ -121,7 +125,7 @@ void EventRecorder::post(const Pending& pending) {
   metadata.AddMember("name", text(name), allocator);
   metadata.AddMember("namespace", text(namespace_name), allocator);
   event.AddMember("metadata", metadata, allocator);
-  event.AddMember("eventTime", text(format_micro_time(pending.observed)), allocator);
+  event.AddMember("eventTime", text(base::format_micro_time(pending.observed)), allocator);
   event.AddMember("reportingController", text(options_.reporting_controller), allocator);
   event.AddMember("reportingInstance", text(options_.reporting_instance), allocator);
   event.AddMember("action", text(pending.action), allocator);
@@ -156,13 +160,13 @@ void EventRecorder::post(const Pending& pending) {
 }
 
 void EventRecorder::flush_series(bool all) {
-  const TimePoint now = std::chrono::steady_clock::now();
+  const TimePoint now = options_.clock->now();
   struct Update {
     std::string key;
     std::string event_name;
     std::string namespace_name;
     int count;
-    std::chrono::system_clock::time_point last_observed;
+    base::WallTime last_observed;
   };
   std::vector<Update> updates;
   {
@@ -184,7 +188,8 @@ void EventRecorder::flush_series(bool all) {
   for (const auto& update : updates) {
     if (!take_token()) return;  // try again at the next flush
     const std::string patch = R"({"series":{"count":)" + std::to_string(update.count) +
-                              R"(,"lastObservedTime":")" + format_micro_time(update.last_observed) + "\"}}";
+                              R"(,"lastObservedTime":")" + base::format_micro_time(update.last_observed) +
+                              "\"}}";
     auto patched = client_->patch(kube::resources::events(), update.namespace_name, update.event_name,
                                   kube::PatchType::Merge, patch);
     std::lock_guard lock(mutex_);
@@ -201,6 +206,17 @@ void EventRecorder::flush_series(bool all) {
       if (kube::is_not_found(patched.error())) series_.erase(series);  // the Event expired: start over
     }
   }
+}
+
+TimePoint EventRecorder::next_series_flush_locked(TimePoint now) {
+  TimePoint next = TimePoint::max();
+  for (const auto& [key, series] : series_) {
+    if (series.count > series.posted_count)
+      next = std::min(next, series.last_flush + options_.series_flush_interval);
+  }
+  // Due already (the last flush found no token): when the bucket has one again.
+  if (next <= now) next = now + bucket_.time_until_available(now);
+  return next;
 }
 
 std::optional<EventRecorder::Pending> EventRecorder::take_queued() {
@@ -222,7 +238,8 @@ void EventRecorder::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     {
       std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, stop, std::chrono::seconds(1), [&] { return !queue_.empty(); });
+      const TimePoint next_flush = next_series_flush_locked(options_.clock->now());
+      options_.clock->wait_until(wake_, lock, stop, next_flush, [&] { return !queue_.empty(); });
     }
     if (stop.stop_requested()) break;
     std::lock_guard work(work_mutex_);

@@ -5,7 +5,8 @@
 // - The first occurrence creates an Event (eventTime, reportingController, reportingInstance,
 //   action, reason, regarding, note, type). Repeats of the same (regarding, type, reason, action,
 //   note) within `series_window` are aggregated: the Event gets `series` {count, lastObservedTime},
-//   patched at most once per `series_flush_interval` per series.
+//   patched at most once per `series_flush_interval` per series. The posting thread sleeps until
+//   an event is recorded or the next series update is due.
 // - Creates and patches share a token bucket (burst 25, then `qps`), so an event storm cannot
 //   flood the API server; what does not fit is dropped and counted in the log.
 #include <condition_variable>
@@ -17,9 +18,10 @@
 #include <string>
 #include <thread>
 
+#include "base/clock.h"
+#include "base/token_bucket.h"
 #include "kube/client.h"
 #include "kube/object.h"
-#include "kube/token_bucket.h"
 #include "runtime/clock.h"
 
 namespace myop::runtime {
@@ -36,6 +38,8 @@ struct EventRecorderOptions {
   double qps = 1.0 / 5;
   int burst = 25;
   std::size_t max_queued = 1000;
+  // Event times (wall_now), series windows, flushes and the rate limit run on it.
+  std::shared_ptr<const base::Clock> clock = base::system_clock();
 };
 
 // What the Event is about (Event.regarding).
@@ -71,14 +75,14 @@ class EventRecorder {
     std::string reason;
     std::string action;
     std::string note;
-    std::chrono::system_clock::time_point observed;
+    base::WallTime observed;
   };
   struct Series {
     std::string event_name;
     std::string namespace_name;
     int count = 1;
     int posted_count = 1;
-    std::chrono::system_clock::time_point last_observed;
+    base::WallTime last_observed;
     TimePoint last_flush;
     TimePoint first_seen;
   };
@@ -88,12 +92,14 @@ class EventRecorder {
   std::optional<Pending> take_queued();
   void post(const Pending& pending);
   void flush_series(bool all);
+  // When the next series update is due (not before a token is free); max() when none is pending.
+  TimePoint next_series_flush_locked(TimePoint now);
   bool take_token();
   static std::string series_key(const Pending& pending);
 
   std::shared_ptr<kube::Client> client_;
   EventRecorderOptions options_;
-  kube::TokenBucket bucket_;
+  base::TokenBucket bucket_;
   std::mutex mutex_;       // queue_, series_, dropped_
   std::mutex work_mutex_;  // one poster at a time (the thread or flush())
   std::condition_variable_any wake_;

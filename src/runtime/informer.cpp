@@ -1,6 +1,6 @@
 #include "runtime/informer.h"
 
-#include <condition_variable>
+#include <utility>
 
 #include "runtime/event_handler.h"
 #include "runtime/logging.h"
@@ -30,7 +30,7 @@ Informer::Informer(std::shared_ptr<kube::WatchSource> source, InformerOptions op
       options_(std::move(options)),
       selector_(Selector::parse(options_.watcher.label_selector, options_.watcher.field_selector)),
       cache_(options_.cache) {
-  if (!options_.clock) options_.clock = std::make_shared<SteadyClock>();
+  if (!options_.clock) options_.clock = base::system_clock();
 }
 
 Informer::~Informer() { stop(); }
@@ -38,6 +38,17 @@ Informer::~Informer() { stop(); }
 void Informer::subscribe(EventHandler handler) {
   std::lock_guard lock(mutex_);
   handlers_.push_back(std::move(handler));
+}
+
+void Informer::on_synced(std::function<void()> callback) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!synced_) {
+      synced_callbacks_.push_back(std::move(callback));
+      return;
+    }
+  }
+  callback();
 }
 
 void Informer::start() {
@@ -121,6 +132,7 @@ void Informer::handle(kube::WatcherEvent event) {
         synced_ = true;
         log(spdlog::level::info, "Informer synced",
             {{"informer", options_.name}, {"objects", std::to_string(cache_.size())}});
+        for (auto& callback : std::exchange(synced_callbacks_, {})) callback();
       }
       return;
     }
@@ -227,6 +239,7 @@ Duration Informer::next_resync_delay() {
 
 void Informer::run_watch(std::stop_token stop) {
   auto options = options_.watcher;
+  options.clock = options_.clock;
   auto user_on_error = options.on_error;
   options.on_error = [this, user_on_error](const kube::Error& error, std::chrono::milliseconds retry_in) {
     log(spdlog::level::warn, "Watch failed, retrying",
@@ -243,24 +256,12 @@ void Informer::run_watch(std::stop_token stop) {
       log(spdlog::level::err, "Watcher ended, restarting",
           {{"informer", options_.name}, {"error", result.error().to_string()}});
     }
-    std::mutex mutex;
-    std::condition_variable_any wait;
-    std::unique_lock lock(mutex);
-    wait.wait_for(lock, stop, std::chrono::seconds(1), [] { return false; });
+    options_.clock->sleep_for(stop, std::chrono::seconds(1));
   }
 }
 
 void Informer::run_resync(std::stop_token stop) {
-  std::mutex mutex;
-  std::condition_variable_any wait;
-  std::unique_lock lock(mutex);
-  while (!stop.stop_requested()) {
-    const TimePoint due = options_.clock->now() + next_resync_delay();
-    while (!stop.stop_requested() && options_.clock->now() < due) {
-      wait.wait_for(lock, stop, std::min<Duration>(due - options_.clock->now(), std::chrono::seconds(1)),
-                    [] { return false; });
-    }
-    if (stop.stop_requested()) return;
+  while (options_.clock->sleep_for(stop, next_resync_delay())) {
     if (synced_) resync();
   }
 }

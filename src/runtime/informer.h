@@ -34,6 +34,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "base/clock.h"
 #include "kube/watch.h"
 #include "kube/watch_source.h"
 #include "runtime/cache.h"
@@ -60,7 +61,8 @@ struct InformerOptions {
   Duration pending_write_timeout = std::chrono::minutes(2);
   CacheOptions cache{};
   kube::WatcherOptions watcher{};
-  std::shared_ptr<const Clock> clock = std::make_shared<SteadyClock>();
+  // Resyncs, pending-write expiry and the watcher's waits run on it (it replaces watcher.clock).
+  std::shared_ptr<const base::Clock> clock = base::system_clock();
 };
 
 class Informer final : public Runnable, public EventSource {
@@ -72,6 +74,7 @@ class Informer final : public Runnable, public EventSource {
   void start() override;
   void stop() override;
   bool has_synced() const override { return synced_; }
+  void on_synced(std::function<void()> callback) override;
   void subscribe(EventHandler handler) override;
 
   const ObjectCache& cache() const { return cache_; }
@@ -114,6 +117,7 @@ class Informer final : public Runnable, public EventSource {
 
   std::mutex mutex_;  // serializes cache changes and event delivery
   std::vector<EventHandler> handlers_;
+  std::vector<std::function<void()>> synced_callbacks_;  // until synced
   bool initial_state_open_ = false;
   std::uint32_t list_epoch_ = 0;  // cache entries seen since InitStart carry it
   std::unordered_map<ObjectKey, PendingWrite, ObjectKeyHash> pending_writes_;

@@ -1,6 +1,7 @@
 #include "runtime/informer_registry.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "runtime/logging.h"
 
@@ -77,6 +78,23 @@ bool InformerRegistry::has_synced() const {
   std::lock_guard lock(mutex_);
   return std::all_of(entries_.begin(), entries_.end(),
                      [](const Entry& entry) { return entry.informers->has_synced(); });
+}
+
+void InformerRegistry::on_synced(std::function<void()> callback) {
+  std::vector<std::shared_ptr<InformerSet>> sets;
+  {
+    std::lock_guard lock(mutex_);
+    for (const Entry& entry : entries_) sets.push_back(entry.informers);
+  }
+  if (sets.empty()) return callback();
+  // Each set calls back once; the last of them completes the registry.
+  auto remaining = std::make_shared<std::atomic<std::size_t>>(sets.size());
+  auto synced = std::make_shared<std::function<void()>>(std::move(callback));
+  for (const auto& set : sets) {
+    set->on_synced([remaining, synced] {
+      if (--*remaining == 0) (*synced)();
+    });
+  }
 }
 
 std::vector<std::string> InformerRegistry::unsynced() const {

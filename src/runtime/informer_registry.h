@@ -7,6 +7,7 @@
 //
 // The registry is one Runnable for the manager: it starts every informer set, is synced when all
 // are, and stops them. An informer asked for after start() is started at once.
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -54,6 +55,9 @@ class InformerRegistry final : public Runnable {
   void start() override;
   void stop() override;
   bool has_synced() const override;
+  // Calls back when every informer set that exists now has synced (sets asked for later are started
+  // at once but not waited for).
+  void on_synced(std::function<void()> callback) override;
   // The informer sets not synced yet, by name (for readiness messages and logs).
   std::vector<std::string> unsynced() const;
   std::size_t size() const;

@@ -1,6 +1,7 @@
 #include "runtime/informer_set.h"
 
 #include <algorithm>
+#include <atomic>
 
 #include "kube/object.h"
 
@@ -35,6 +36,18 @@ void InformerSet::stop() {
 bool InformerSet::has_synced() const {
   return std::all_of(informers_.begin(), informers_.end(),
                      [](const auto& informer) { return informer->has_synced(); });
+}
+
+void InformerSet::on_synced(std::function<void()> callback) {
+  if (informers_.empty()) return callback();
+  // Each informer calls back once; the last of them completes the set.
+  auto remaining = std::make_shared<std::atomic<std::size_t>>(informers_.size());
+  auto synced = std::make_shared<std::function<void()>>(std::move(callback));
+  for (auto& informer : informers_) {
+    informer->on_synced([remaining, synced] {
+      if (--*remaining == 0) (*synced)();
+    });
+  }
 }
 
 void InformerSet::subscribe(EventHandler handler) {

@@ -5,6 +5,7 @@
 //
 // It is one Runnable (synced when every informer is) and one EventSource (events of all of them).
 // Reads and read-your-own-writes are routed to the informer of the object's namespace.
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -26,6 +27,7 @@ class InformerSet final : public Runnable, public EventSource {
   void start() override;
   void stop() override;
   bool has_synced() const override;
+  void on_synced(std::function<void()> callback) override;
   void subscribe(EventHandler handler) override;
 
   // Null when the object is not cached, or its namespace is out of scope.

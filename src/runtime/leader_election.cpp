@@ -4,10 +4,10 @@
 #include <rapidjson/document.h>
 #include <unistd.h>
 
+#include "base/time_format.h"
 #include "kube/resource.h"
 #include "runtime/controller.h"
 #include "runtime/logging.h"
-#include "runtime/micro_time.h"
 
 namespace myop::runtime {
 
@@ -63,6 +63,7 @@ LeaseLeaderElector::LeaseLeaderElector(std::shared_ptr<kube::Client> client, Lea
     throw std::invalid_argument("LeaderElectionOptions: the Lease's namespace_name and name are required");
   }
   if (options_.identity.empty()) options_.identity = default_identity();
+  if (!options_.clock) options_.clock = base::system_clock();
   if (options_.registry) {
     master_status_ = &prometheus::BuildGauge()
                           .Name("leader_election_master_status")
@@ -99,13 +100,13 @@ Duration LeaseLeaderElector::jittered(Duration period) {
 bool LeaseLeaderElector::may_write() const {
   if (!leading_ || lost_) return false;
   std::lock_guard lock(mutex_);
-  return std::chrono::steady_clock::now() - last_renew_ < options_.renew_deadline - options_.retry_period / 2;
+  return options_.clock->now() - last_renew_ < options_.renew_deadline - options_.retry_period / 2;
 }
 
 LeaseLeaderElector::Attempt LeaseLeaderElector::try_acquire_or_renew(std::stop_token stop) {
   const auto type = kube::resources::leases();
-  const auto now_steady = std::chrono::steady_clock::now();
-  const std::string now = format_micro_time(std::chrono::system_clock::now());
+  const TimePoint now_steady = options_.clock->now();
+  const std::string now = base::format_micro_time(options_.clock->wall_now());
   const int duration_seconds =
       static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(options_.lease_duration).count());
 
@@ -179,7 +180,7 @@ bool LeaseLeaderElector::acquire(std::stop_token stop) {
     if (try_acquire_or_renew(stop) == Attempt::acquired) {
       {
         std::lock_guard lock(mutex_);
-        last_renew_ = std::chrono::steady_clock::now();
+        last_renew_ = options_.clock->now();
       }
       lost_ = false;
       set_leading(true);
@@ -188,9 +189,7 @@ bool LeaseLeaderElector::acquire(std::stop_token stop) {
       renew_thread_ = std::jthread([this](std::stop_token renew_stop) { renew_loop(renew_stop); });
       return true;
     }
-    const Duration delay = jittered(options_.retry_period);  // locks mutex_ itself
-    std::unique_lock lock(mutex_);
-    wake_.wait_for(lock, stop, delay, [] { return false; });
+    options_.clock->sleep_for(stop, jittered(options_.retry_period));
   }
   return false;
 }
@@ -218,29 +217,23 @@ void LeaseLeaderElector::renew_loop(std::stop_token stop) {
   const Duration give_up_after = options_.renew_deadline - options_.retry_period / 2;
   // A watchdog for the renew deadline: it must fire even while a renewal request hangs.
   std::jthread deadline_watch([this, give_up_after](std::stop_token watch_stop) {
-    std::mutex mutex;
-    std::condition_variable_any wait;
-    std::unique_lock lock(mutex);
     while (!watch_stop.stop_requested() && !lost_) {
       TimePoint last;
       {
         std::lock_guard state_lock(mutex_);
         last = last_renew_;
       }
-      const auto give_up_at = last + give_up_after;
-      if (std::chrono::steady_clock::now() >= give_up_at) {
+      const TimePoint give_up_at = last + give_up_after;
+      if (options_.clock->now() >= give_up_at) {
         lose("no successful renewal within the renew deadline");
         return;
       }
       // Until the deadline of the last renewal seen; a renewal meanwhile moves it, checked on waking.
-      wait.wait_until(lock, watch_stop, give_up_at, [] { return false; });
+      options_.clock->sleep_until(watch_stop, give_up_at);
     }
   });
   while (!stop.stop_requested() && !lost_) {
-    {
-      std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, stop, options_.retry_period, [] { return false; });
-    }
+    options_.clock->sleep_for(stop, options_.retry_period);
     if (stop.stop_requested() || lost_) break;
     std::stop_source attempt;
     {
@@ -251,7 +244,7 @@ void LeaseLeaderElector::renew_loop(std::stop_token stop) {
     const Attempt result = try_acquire_or_renew(attempt.get_token());
     if (result == Attempt::acquired) {
       std::lock_guard lock(mutex_);
-      last_renew_ = std::chrono::steady_clock::now();
+      last_renew_ = options_.clock->now();
     } else if (result == Attempt::held_by_other) {
       lose("another replica holds the Lease");
     }
@@ -270,7 +263,7 @@ void LeaseLeaderElector::release() {
   if (!current) return;
   const auto& lease = current.value();
   if (string_member(lease["spec"], "holderIdentity") != options_.identity) return;
-  const std::string now = format_micro_time(std::chrono::system_clock::now());
+  const std::string now = base::format_micro_time(options_.clock->wall_now());
   auto body = lease_body(options_, string_member(lease["metadata"], "resourceVersion"), "", now, now, 1,
                          int_member(lease["spec"], "leaseTransitions"));
   auto released = client_->update(type, options_.namespace_name, body);

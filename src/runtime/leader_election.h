@@ -10,12 +10,12 @@
 //   renewal in flight is cancelled and on_lost fires, so the replica stops writing before its
 //   renew deadline passes, well before another replica may take over (lease_duration).
 // - release() (graceful stop) empties holderIdentity so a standby takes over at its next poll.
-// - Times written are MicroTime; leader_election_master_status{name} is 1 while leading.
+// - Times written are MicroTime from the clock's wall_now(); the timers and may_write() run on its
+//   monotonic now(). leader_election_master_status{name} is 1 while leading.
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -24,6 +24,7 @@
 #include <string>
 #include <thread>
 
+#include "base/clock.h"
 #include "kube/client.h"
 #include "runtime/clock.h"
 #include "runtime/leader_elector.h"
@@ -39,6 +40,7 @@ struct LeaderElectionOptions {
   Duration renew_deadline = std::chrono::seconds(10);
   Duration retry_period = std::chrono::seconds(2);
   std::shared_ptr<prometheus::Registry> registry;  // may be null
+  std::shared_ptr<const base::Clock> clock = base::system_clock();
 };
 
 class LeaseLeaderElector final : public LeaderElector {
@@ -68,7 +70,6 @@ class LeaseLeaderElector final : public LeaderElector {
   prometheus::Gauge* master_status_ = nullptr;
 
   mutable std::mutex mutex_;
-  std::condition_variable_any wake_;
   std::atomic<bool> leading_{false};
   std::atomic<bool> lost_{false};
   TimePoint last_renew_{};

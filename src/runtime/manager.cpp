@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <filesystem>
 #include <future>
@@ -40,6 +41,7 @@ void log_certificate(const std::string& message, const std::string& source,
 
 Manager::Manager(ManagerOptions options) : options_(std::move(options)) {
   if (!options_.registry) options_.registry = std::make_shared<prometheus::Registry>();
+  if (!options_.clock) options_.clock = base::system_clock();
   if (options_.client) {
     informers_ = std::make_shared<InformerRegistry>(options_.client, options_.informers);
     writer_ = std::make_shared<Writer>(options_.client, informers_, options_.field_manager);
@@ -174,23 +176,31 @@ std::optional<std::string> Manager::prepare_metrics_tls() {
 }
 
 bool Manager::wait_for_caches(std::stop_token stop) {
-  const auto deadline = std::chrono::steady_clock::now() + options_.cache_sync_timeout;
-  std::mutex mutex;
-  std::condition_variable_any wake;
-  std::unique_lock lock(mutex);
-  while (!stop.stop_requested()) {
-    bool synced = true;
-    for (const auto& runnable : runnables_) synced = synced && runnable->has_synced();
-    if (synced) return true;
-    if (std::chrono::steady_clock::now() >= deadline) {
-      for (const auto& runnable : runnables_) {
-        if (!runnable->has_synced()) {
-          log(spdlog::level::err, "Timed out waiting for a cache to sync", {{"cache", runnable->name()}});
-        }
-      }
-      return false;
+  // Shared with the callbacks: a runnable may sync after this wait has given up.
+  struct SyncSignal {
+    std::mutex mutex;
+    std::condition_variable_any synced;
+  };
+  auto signal = std::make_shared<SyncSignal>();
+  for (const auto& runnable : runnables_) {
+    runnable->on_synced([signal] {
+      std::lock_guard lock(signal->mutex);
+      signal->synced.notify_all();
+    });
+  }
+  const auto all_synced = [this] {
+    return std::all_of(runnables_.begin(), runnables_.end(),
+                       [](const auto& runnable) { return runnable->has_synced(); });
+  };
+  std::unique_lock lock(signal->mutex);
+  const bool synced =
+      options_.clock->wait_for(signal->synced, lock, stop, options_.cache_sync_timeout, all_synced);
+  if (stop.stop_requested()) return false;
+  if (synced) return true;
+  for (const auto& runnable : runnables_) {
+    if (!runnable->has_synced()) {
+      log(spdlog::level::err, "Timed out waiting for a cache to sync", {{"cache", runnable->name()}});
     }
-    wake.wait_for(lock, stop, std::chrono::milliseconds(20), [] { return false; });
   }
   return false;
 }

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "base/clock.h"
 #include "kube/client.h"
 #include "runtime/cert_watcher.h"
 #include "runtime/clock.h"
@@ -70,6 +71,8 @@ struct ManagerOptions {
   std::string metrics_cert_name = "tls.crt";
   std::string metrics_key_name = "tls.key";
   std::chrono::milliseconds metrics_cert_poll_interval = std::chrono::seconds(5);
+  // The cache sync timeout runs on it.
+  std::shared_ptr<const base::Clock> clock = base::system_clock();
 };
 
 // A named check; returns an error text when failing.

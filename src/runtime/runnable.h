@@ -2,6 +2,7 @@
 // Something the manager starts and stops: a cache (started first; the controllers wait until every
 // cache has synced), or work that writes and so needs leadership (started with the controllers once
 // this replica leads, stopped, with in-flight writes cancelled, when it stops leading).
+#include <functional>
 #include <string>
 
 namespace myop::runtime {
@@ -17,6 +18,10 @@ class Runnable {
   virtual bool has_synced() const = 0;
   // True for work that writes: the manager runs it only while this replica holds leadership.
   virtual bool needs_leader_election() const { return false; }
+  // Calls `callback` once, when has_synced() turns true (at once when it already is), from the
+  // thread that synced it, so the manager waits for caches without polling. The callback must not
+  // block.
+  virtual void on_synced(std::function<void()> callback) = 0;
 };
 
 }  // namespace myop::runtime

@@ -5,11 +5,11 @@
 
 namespace myop::runtime {
 
-WorkQueue::WorkQueue(WorkQueueOptions options) : options_(std::move(options)) {
-  if (!options_.clock) options_.clock = std::make_shared<SteadyClock>();
+WorkQueue::WorkQueue(WorkQueueOptions options) : options_(std::move(options)), backoff_(options_.backoff) {
+  if (!options_.clock) options_.clock = base::system_clock();
   if (!options_.metrics) options_.metrics = std::make_shared<NullWorkQueueMetrics>();
   if (options_.rate_per_second && *options_.rate_per_second > 0) {
-    rate_limiter_.emplace(*options_.rate_per_second, options_.burst, options_.clock->now());
+    rate_limiter_.emplace(*options_.rate_per_second, options_.burst, options_.clock);
   }
   for (Priority priority : kAllPriorities) options_.metrics->depth_changed(priority, 0);
 }
@@ -30,7 +30,7 @@ void WorkQueue::add(const ObjectKey& key, AddOptions add_options) {
     entry.ready_at = ready_at;
     entry.sequence = next_sequence_++;
     place_locked(entry, now);
-    condition_.notify_one();
+    notify_locked();
     return;
   }
 
@@ -82,7 +82,7 @@ void WorkQueue::add(const ObjectKey& key, AddOptions add_options) {
   entry.ready_at = merged_ready_at;
   entry.first_added = std::min(entry.first_added, merged_ready_at);
   place_locked(entry, now);
-  condition_.notify_one();
+  notify_locked();
 }
 
 std::optional<WorkItem> WorkQueue::get() {
@@ -91,11 +91,11 @@ std::optional<WorkItem> WorkQueue::get() {
     if (shutting_down_) return std::nullopt;
     const TimePoint now = options_.clock->now();
     if (auto item = take_locked(now)) return item;
-    if (auto wakeup = next_wakeup_locked(now)) {
-      options_.clock->wait_until(condition_, lock, *wakeup);
-    } else {
-      condition_.wait(lock);
-    }
+    // Until the next item is due, or an add, done() or shut_down() notifies (each may change what
+    // is ready or when).
+    const TimePoint wakeup = next_wakeup_locked(now).value_or(TimePoint::max());
+    const std::uint64_t changes = changes_;
+    options_.clock->wait_until(condition_, lock, {}, wakeup, [&] { return changes_ != changes; });
   }
 }
 
@@ -125,7 +125,9 @@ void WorkQueue::done(const WorkItem& item, Completion completion) {
     case Completion::Kind::retry: {
       const int failures = ++failures_[item.key];
       options_.metrics->retried();
-      requeue_at = now + options_.backoff.delay(failures);
+      const double draw =
+          options_.backoff.jitter > 0 ? std::uniform_real_distribution<double>()(random_) : 0.0;
+      requeue_at = now + backoff_.delay(failures - 1, draw);
       backoff = true;
       break;
     }
@@ -168,12 +170,13 @@ void WorkQueue::done(const WorkItem& item, Completion completion) {
   entry.aged = false;
   entry.sequence = next_sequence_++;
   place_locked(entry, now);
-  condition_.notify_one();
+  notify_locked();
 }
 
 void WorkQueue::shut_down() {
   std::lock_guard lock(mutex_);
   shutting_down_ = true;
+  ++changes_;
   condition_.notify_all();
 }
 
@@ -374,11 +377,14 @@ std::optional<TimePoint> WorkQueue::next_wakeup_locked(TimePoint now) {
   if (!delayed_.empty()) consider(delayed_.begin()->first.first);
   if (!deferred_.empty()) consider(deferred_.begin()->first.first + options_.max_deferral);
   if (rate_limiter_ && ready_size_locked() > 0) {
-    const Duration wait = rate_limiter_->reserve(now);
-    rate_limiter_->cancel_reservation();
-    consider(now + wait);
+    consider(now + rate_limiter_->time_until_available(now));
   }
   return wakeup;
+}
+
+void WorkQueue::notify_locked() {
+  ++changes_;
+  condition_.notify_one();
 }
 
 std::size_t WorkQueue::ready_size_locked() const {

@@ -22,11 +22,13 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <string>
 #include <unordered_map>
 
-#include "kube/token_bucket.h"
-#include "runtime/backoff.h"
+#include "base/backoff.h"
+#include "base/clock.h"
+#include "base/token_bucket.h"
 #include "runtime/clock.h"
 #include "runtime/object_key.h"
 #include "runtime/priority.h"
@@ -40,11 +42,13 @@ struct WorkQueueOptions {
   // 0 disables backpressure.
   std::size_t low_priority_watermark = 0;
   Duration max_deferral = std::chrono::seconds(60);
-  ExponentialBackoff backoff{};
-  // Optional overall limit on hand-outs (kube::TokenBucket, driven by `clock`).
+  // Per-key retry delays, as client-go's ItemExponentialFailureRateLimiter: 5 ms doubling to 1000 s.
+  base::BackoffSettings backoff{std::chrono::milliseconds(5), std::chrono::seconds(1000), 2.0, 0.0,
+                                base::JitterDirection::down};
+  // Optional overall limit on hand-outs (base::TokenBucket, driven by `clock`).
   std::optional<double> rate_per_second;
   int burst = 100;
-  std::shared_ptr<const Clock> clock = std::make_shared<SteadyClock>();
+  std::shared_ptr<const base::Clock> clock = base::system_clock();
   std::shared_ptr<WorkQueueMetrics> metrics = std::make_shared<NullWorkQueueMetrics>();
 };
 
@@ -157,11 +161,16 @@ class WorkQueue {
   std::optional<TimePoint> next_wakeup_locked(TimePoint now);
   std::size_t ready_size_locked() const;
   void count_depth_locked(Priority priority, int change);
+  // Wakes a blocked get(): something it waits for may have changed.
+  void notify_locked();
 
   WorkQueueOptions options_;
+  base::BackoffSchedule backoff_;
+  std::mt19937_64 random_{std::random_device{}()};  // backoff jitter, when asked for
   mutable std::mutex mutex_;
-  std::condition_variable condition_;
+  std::condition_variable_any condition_;
   bool shutting_down_ = false;
+  std::uint64_t changes_ = 0;  // counts notifications, so that get() knows it was woken
   std::uint64_t next_sequence_ = 0;
   std::unordered_map<ObjectKey, Entry, ObjectKeyHash> entries_;
   std::unordered_map<ObjectKey, int, ObjectKeyHash> failures_;
@@ -171,7 +180,7 @@ class WorkQueue {
   std::array<std::size_t, 3> depth_{};
   std::array<std::optional<TimePoint>, 3> last_promotion_{};
   std::size_t in_flight_ = 0;
-  std::optional<kube::TokenBucket> rate_limiter_;
+  std::optional<base::TokenBucket> rate_limiter_;
 };
 
 }  // namespace myop::runtime

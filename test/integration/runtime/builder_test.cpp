@@ -37,7 +37,11 @@ struct LeaderWork final : Runnable {
   std::string name() const override { return "leader-work"; }
   bool needs_leader_election() const override { return true; }
   bool has_synced() const override { return true; }
-  void start() override { synced_at_start = manager.caches_synced(); started = true; }
+  void on_synced(std::function<void()> callback) override { callback(); }
+  void start() override {
+    synced_at_start = manager.caches_synced();
+    started = true;
+  }
   void stop() override { stopped = true; }
   Manager& manager;
   std::atomic<bool> started{false}, stopped{false}, synced_at_start{false};
@@ -75,16 +79,18 @@ TEST_CASE("builder: controllers share informers, owns maps children to owners, l
   CHECK(leader_work->synced_at_start);
 
   testenv::kubectl_or_fail("create configmap owner -n " + ns.name());
-  const std::string uid = testenv::kubectl_or_fail("get configmap owner -n " + ns.name() +
-                                                   " -o jsonpath={.metadata.uid}");
+  const std::string uid =
+      testenv::kubectl_or_fail("get configmap owner -n " + ns.name() + " -o jsonpath={.metadata.uid}");
   CHECK(eventually([&] { return first->saw(ns.name() + "/owner") && second->saw(ns.name() + "/owner"); }));
   testenv::kubectl_apply(R"(apiVersion: v1
 kind: Secret
 metadata:
   name: child
-  namespace: )" + ns.name() + R"(
+  namespace: )" + ns.name() +
+                         R"(
   ownerReferences:
-  - {apiVersion: v1, kind: ConfigMap, name: owner-of-child, uid: )" + uid + R"(, controller: true}
+  - {apiVersion: v1, kind: ConfigMap, name: owner-of-child, uid: )" +
+                         uid + R"(, controller: true}
 )");
   CHECK(eventually([&] { return second->saw(ns.name() + "/owner-of-child"); }));
   CHECK_FALSE(first->saw(ns.name() + "/owner-of-child"));  // first does not own Secrets

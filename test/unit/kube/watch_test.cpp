@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -15,7 +16,10 @@
 #include <variant>
 #include <vector>
 
+#include "support/fake_clock.h"
+
 using namespace myop::kube;
+using myop::testing::FakeClock;
 using namespace std::chrono_literals;
 
 namespace {
@@ -35,8 +39,10 @@ class ScriptedSource final : public WatchSource {
   std::deque<ScriptedWatch> watches;
   std::vector<ListOptions> list_requests;
   std::vector<WatchOptions> watch_requests;
-  // When set, a call after the script ran out blocks until stopped instead of stopping the watcher.
+  // When set, a call after the script ran out blocks until stopped instead of stopping the watcher,
+  // and `blocking` is fulfilled once it does.
   bool block_when_done = false;
+  std::promise<void> blocking;
 
   Result<rapidjson::Document> list(const ListOptions& options, std::stop_token stop) override {
     list_requests.push_back(options);
@@ -71,6 +77,7 @@ class ScriptedSource final : public WatchSource {
  private:
   Result<rapidjson::Document> finish(std::stop_token stop) {
     if (block_when_done) {
+      blocking.set_value();
       std::mutex mutex;
       std::condition_variable_any wake;
       std::unique_lock lock(mutex);
@@ -122,11 +129,15 @@ std::string list_page(const std::string& resource_version, const std::string& co
          R"(","continue":")" + continue_token + R"("},"items":[)" + items + "]}";
 }
 
+// Backoff waits pass at once: the fake clock jumps to their end.
 WatcherOptions fast_options() {
   WatcherOptions options;
   options.backoff.initial = 1ms;
   options.backoff.maximum = 4ms;
   options.random_seed = 1;
+  auto clock = std::make_shared<FakeClock>();
+  clock->set_auto_advance(true);
+  options.clock = clock;
   return options;
 }
 
@@ -318,29 +329,63 @@ TEST_CASE("watcher: stops within a second while waiting to reconnect or while st
     WatcherOptions options = fast_options();
     options.backoff.initial = 20s;
     options.backoff.maximum = 30s;
+    auto clock = std::make_shared<FakeClock>();  // time stands still: the backoff never ends by itself
+    options.clock = clock;
     Watcher watcher(source, options);
+    bool waited = false;
+    myop::base::Duration wait{};
+    std::chrono::steady_clock::time_point stopped_at;
     std::jthread canceller([&] {
-      std::this_thread::sleep_for(200ms);
+      waited = clock->await_waiters(1);
+      if (waited) wait = clock->deadlines().front() - clock->now();
+      stopped_at = std::chrono::steady_clock::now();
       stopper.request_stop();
     });
-    const auto started = std::chrono::steady_clock::now();
     REQUIRE(watcher.run([](WatcherEvent) {}, stopper.get_token()).ok());
-    CHECK(std::chrono::steady_clock::now() - started < 1s);
+    canceller.join();
+    CHECK(std::chrono::steady_clock::now() - stopped_at < 1s);
     CHECK(source->watch_requests.size() == 1);
+    // It was waiting out the first backoff: 20 s, up to 20 % less.
+    REQUIRE(waited);
+    CHECK(wait <= 20s);
+    CHECK(wait >= 16s);
   }
   SECTION("while a watch is open") {
     std::stop_source stopper;
     auto source = std::make_shared<ScriptedSource>(stopper);
     source->block_when_done = true;
     Watcher watcher(source, fast_options());
+    std::chrono::steady_clock::time_point stopped_at;
     std::jthread canceller([&] {
-      std::this_thread::sleep_for(200ms);
+      source->blocking.get_future().wait();
+      stopped_at = std::chrono::steady_clock::now();
       stopper.request_stop();
     });
-    const auto started = std::chrono::steady_clock::now();
     REQUIRE(watcher.run([](WatcherEvent) {}, stopper.get_token()).ok());
-    CHECK(std::chrono::steady_clock::now() - started < 1s);
+    canceller.join();
+    CHECK(std::chrono::steady_clock::now() - stopped_at < 1s);
   }
+}
+
+TEST_CASE("watcher: failures wait the backoff on the injected clock", "[kube][watch]") {
+  std::stop_source stopper;
+  auto source = std::make_shared<ScriptedSource>(stopper);
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    source->watches.push_back({{}, make_error(Reason::Transport, "connection refused")});
+  }
+  WatcherOptions options = fast_options();
+  options.backoff = {1s, 4s, 2.0, 0.0, myop::base::JitterDirection::down};
+  auto clock = std::make_shared<FakeClock>();
+  clock->set_auto_advance(true);
+  options.clock = clock;
+  std::vector<std::chrono::milliseconds> waits;
+  options.on_error = [&](const Error&, std::chrono::milliseconds retry_in) { waits.push_back(retry_in); };
+  const auto start = clock->now();
+  Watcher watcher(source, options);
+  REQUIRE(watcher.run([](WatcherEvent) {}, stopper.get_token()).ok());
+  CHECK(waits == std::vector<std::chrono::milliseconds>{1s, 2s, 4s});
+  CHECK(clock->now() - start == 7s);  // slept exactly those, on the injected clock
+  CHECK(source->watch_requests.size() == 4);
 }
 
 TEST_CASE("watcher: a throwing handler ends run with an error, not a crash", "[kube][watch]") {

@@ -4,6 +4,7 @@
 
 using namespace myop::myresource;
 using namespace std::chrono;
+using myop::base::format_rfc3339;
 
 namespace {
 

@@ -2,9 +2,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <map>
 
 #include "fixtures.h"
+#include "support/fake_clock.h"
 
 using namespace myop;
 using namespace myop::myresource;
@@ -28,7 +30,11 @@ class FakeSweepCluster final : public OrphanSweepCluster {
     auto found = myresources.find(key.name);
     return found == myresources.end() ? nullptr : found->second;
   }
-  Features features() override { return flags; }
+  Features features() override {
+    ++passes;
+    return flags;
+  }
+  std::atomic<int> passes{0};
   kube::Result<void> delete_orphan(const Orphan& orphan, std::stop_token) override {
     if (before_delete) before_delete();
     if (auto error = delete_errors.find(orphan.name); error != delete_errors.end()) return error->second;
@@ -120,4 +126,27 @@ TEST_CASE("orphan sweep switched off by the feature flag does nothing", "[myreso
   CHECK(report.deleted.empty());
   CHECK(report.reported.empty());
   CHECK(fixture.cluster->events.empty());
+}
+
+TEST_CASE("orphan sweep runs first after first_delay, then every period, on the injected clock",
+          "[myresource][orphans]") {
+  auto cluster = std::make_shared<FakeSweepCluster>();
+  auto clock = std::make_shared<myop::testing::FakeClock>();
+  OrphanSweeperOptions options;
+  options.period = std::chrono::minutes(5);
+  options.first_delay = std::chrono::seconds(30);
+  options.clock = clock;
+  OrphanSweeper sweeper(cluster, options);
+  const auto start = clock->now();
+  sweeper.start();
+  REQUIRE(clock->await_deadline(start + std::chrono::seconds(30)));
+  CHECK(cluster->passes == 0);
+  clock->advance(std::chrono::seconds(30));
+  REQUIRE(clock->await_deadline(start + std::chrono::seconds(30) + std::chrono::minutes(5)));
+  CHECK(cluster->passes == 1);
+  clock->advance(std::chrono::minutes(5));
+  REQUIRE(clock->await_deadline(start + std::chrono::seconds(30) + std::chrono::minutes(10)));
+  CHECK(cluster->passes == 2);
+  sweeper.stop();  // wakes the wait at once; no further pass
+  CHECK(cluster->passes == 2);
 }

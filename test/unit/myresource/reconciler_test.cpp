@@ -4,6 +4,7 @@
 #include <map>
 
 #include "fixtures.h"
+#include "support/fake_clock.h"
 #include "myresource/desired.h"
 
 using namespace myop::myresource;
@@ -153,8 +154,9 @@ class FakeCluster final : public Cluster {
 
 struct Fixture {
   std::shared_ptr<FakeCluster> cluster = std::make_shared<FakeCluster>();
-  WallTime now = kNow;
-  MyResourceReconciler reconciler{cluster, ReconcilerOptions{[this] { return now; }, seconds(1)}};
+  std::shared_ptr<myop::testing::FakeClock> clock =
+      std::make_shared<myop::testing::FakeClock>(myop::base::TimePoint{} + hours(1), kNow);
+  MyResourceReconciler reconciler{cluster, ReconcilerOptions{clock, seconds(1)}};
 
   explicit Fixture(const std::string& spec = R"({"image":"reg:5000/app:1.0","replicas":2,"port":8080})",
                    const std::string& annotations = "{}") {
@@ -209,7 +211,7 @@ TEST_CASE("create: finalizer, hardened Deployment, status, then zero writes", "[
   CHECK(fixture.condition("Ready").status == ConditionStatus::True);
   CHECK(fixture.resource().status.replica_summary == "2/2");
   CHECK(fixture.cluster->writes() == writes + 1);  // the status, once
-  fixture.now += hours(10);                        // a resync much later
+  fixture.clock->advance(hours(10));                        // a resync much later
   fixture.reconcile();
   CHECK(fixture.cluster->writes() == writes + 1);
 }
@@ -359,7 +361,7 @@ TEST_CASE("canary: abort after the deadline leaves stable untouched", "[myresour
                   R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.1"})");
   fixture.reconcile();
   int stable_applies = fixture.cluster->deployment_applies - 1;  // one was the canary
-  fixture.now += seconds(61);
+  fixture.clock->advance(seconds(61));
   fixture.reconcile();
   CHECK(fixture.condition("Canary").reason == "CanaryFailed");
   CHECK(fixture.cluster->deployments.at("web-canary")->view().find({"spec", "replicas"})->GetInt() == 0);
@@ -418,7 +420,7 @@ TEST_CASE("the status waits, boundedly, for the Deployment controller to observe
     CHECK(fixture.cluster->status_writes == 0);
     CHECK(result.kind() == ReconcileResult::Kind::requeue_after);
     CHECK(result.delay() == seconds(10));
-    fixture.now += seconds(1);  // the Deployment's own echo: still not observed
+    fixture.clock->advance(seconds(1));  // the Deployment's own echo: still not observed
     CHECK(fixture.reconcile().delay() == seconds(9));
     CHECK(fixture.cluster->status_writes == 0);
 
@@ -445,7 +447,7 @@ TEST_CASE("the status waits, boundedly, for the Deployment controller to observe
 
   SECTION("a stalled Deployment controller still gets an honest status after the wait") {
     fixture.reconcile();
-    fixture.now += seconds(10);
+    fixture.clock->advance(seconds(10));
     CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::done);
     CHECK(fixture.cluster->status_writes == 1);
     CHECK(fixture.condition("Ready").reason == "RollingOut");

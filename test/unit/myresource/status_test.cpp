@@ -8,6 +8,7 @@
 using namespace myop::myresource;
 using namespace myop::myresource::testing;
 using namespace std::chrono;
+using myop::base::format_rfc3339;
 
 namespace {
 

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <functional>
@@ -9,13 +10,16 @@
 #include "metrics_reader.h"
 #include "object_builder.h"
 #include "runtime/controller.h"
-#include "runtime/in_memory_event_source.h"
+#include "support/fake_clock.h"
+#include "support/in_memory_event_source.h"
 
 using namespace std::chrono_literals;
 using namespace myop::runtime;
 using myop::runtime::testing::make_named;
 using myop::runtime::testing::make_owned;
 using myop::runtime::testing::metric_value;
+using myop::testing::FakeClock;
+using myop::testing::InMemoryEventSource;
 
 namespace {
 
@@ -281,12 +285,13 @@ TEST_CASE("stop waits for an in-flight reconcile within the grace period", "[run
   REQUIRE(fixture.reconciler->wait([&] { return fixture.reconciler->running_ == 1; }));
   std::atomic<bool> stopped{false};
   bool finished_in_time = false;
+  const auto grace_ends = fixture.clock->now() + 30s;
   std::thread stopper([&] {
     finished_in_time = controller.stop(30s);
     stopped = true;
   });
-  // The stopper must still be waiting: the reconcile has not returned.
-  while (!controller.queue().shutting_down()) std::this_thread::yield();
+  // The stopper waits out the grace period for the reconcile, which has not returned.
+  REQUIRE(fixture.clock->await_deadline(grace_ends));
   CHECK_FALSE(stopped);
   gate.open();
   stopper.join();
@@ -311,10 +316,25 @@ TEST_CASE("stop cancels a reconcile that outlives the grace period", "[runtime][
   controller.enqueue({"a", "x"});
   REQUIRE(fixture.reconciler->wait([&] { return fixture.reconciler->running_ == 1; }));
   bool finished_in_time = true;
+  const auto grace_ends = fixture.clock->now() + 30s;
   std::thread stopper([&] { finished_in_time = controller.stop(30s); });
-  while (!controller.queue().shutting_down()) std::this_thread::yield();
-  fixture.clock->advance(31s);
+  REQUIRE(fixture.clock->await_deadline(grace_ends));  // stop() waits out the grace period
+  fixture.clock->advance(29s);
+  // Still inside the grace period: stop() is still waiting, so it has cancelled nothing.
+  const auto deadlines = fixture.clock->deadlines();
+  CHECK(std::find(deadlines.begin(), deadlines.end(), grace_ends) != deadlines.end());
+  fixture.clock->advance(2s);
   stopper.join();
   CHECK_FALSE(finished_in_time);
   CHECK(fixture.reconciler->finished() == 1);
+}
+
+TEST_CASE("an idle controller sets no timer", "[runtime][controller]") {
+  Fixture fixture;
+  Controller controller(fixture.options(2), fixture.reconciler);
+  controller.start();
+  // Two workers wait for work and the watchdog for a reconcile to start: none of them until a time.
+  REQUIRE(fixture.clock->await_waiters(3));
+  CHECK(fixture.clock->deadlines() == std::vector<TimePoint>(3, TimePoint::max()));
+  controller.stop();
 }

@@ -1,10 +1,16 @@
 #include <catch2/catch.hpp>
 
+#include <condition_variable>
+#include <mutex>
+
 #include "object_builder.h"
 #include "runtime/informer.h"
+#include "support/fake_clock.h"
 
 using namespace myop;
 using namespace myop::runtime;
+using namespace std::chrono_literals;
+using myop::testing::FakeClock;
 
 namespace {
 
@@ -222,19 +228,104 @@ TEST_CASE("resync re-delivers every cached object", "[runtime][informer]") {
   CHECK(fixture.events[0].type == EventType::resync);
 }
 
+namespace {
+
+// A collection whose watch stays open, quiet, until stopped.
+class QuietSource final : public kube::WatchSource {
+ public:
+  kube::Result<rapidjson::Document> list(const kube::ListOptions&, std::stop_token stop) override {
+    wait_for_stop(stop);
+    return kube::make_error(kube::Reason::Cancelled, "stopped");
+  }
+  kube::Result<kube::StreamEnd> watch(const kube::WatchOptions&, const kube::ChunkHandler&,
+                                      std::stop_token stop) override {
+    wait_for_stop(stop);
+    return kube::make_error(kube::Reason::Cancelled, "stopped");
+  }
+  std::string describe() const override { return "configmaps, quietly"; }
+
+ private:
+  static void wait_for_stop(std::stop_token stop) {
+    std::mutex mutex;
+    std::condition_variable_any stopped;
+    std::unique_lock lock(mutex);
+    stopped.wait(lock, stop, [] { return false; });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("the resync thread sleeps until a resync is due, then re-delivers", "[runtime][informer]") {
+  auto clock = std::make_shared<FakeClock>();
+  InformerOptions options;
+  options.name = "configmaps";
+  options.clock = clock;
+  options.resync_period = 10h;
+  options.resync_jitter = 0;
+  Informer informer(std::make_shared<QuietSource>(), options);
+  std::mutex mutex;
+  std::condition_variable delivered;
+  int resyncs = 0;
+  informer.subscribe([&](const ObjectEvent& event) {
+    if (event.type != EventType::resync) return;
+    std::lock_guard lock(mutex);
+    ++resyncs;
+    delivered.notify_all();
+  });
+  informer.handle(watcher_event(kube::WatcherEventType::InitStart));
+  informer.handle(watcher_event(kube::WatcherEventType::InitApply, config_map("ns", "a", "1")));
+  informer.handle(watcher_event(kube::WatcherEventType::InitDone));
+  REQUIRE(informer.has_synced());
+
+  informer.start();
+  // One timer, for when the resync is due; nothing wakes before it.
+  REQUIRE(clock->await_deadline(clock->now() + 10h));
+  clock->advance(10h - 1s);
+  CHECK(clock->deadlines() == std::vector<TimePoint>{clock->now() + 1s});
+  clock->advance(1s);
+  {
+    std::unique_lock lock(mutex);
+    REQUIRE(delivered.wait_for(lock, 10s, [&] { return resyncs == 1; }));
+  }
+  // The next one is a period after this one.
+  REQUIRE(clock->await_deadline(clock->now() + 10h));
+  informer.stop();
+  std::lock_guard lock(mutex);
+  CHECK(resyncs == 1);
+}
+
+TEST_CASE("on_synced calls back once the initial state is complete, or at once when it is",
+          "[runtime][informer]") {
+  Fixture fixture;
+  int calls = 0;
+  fixture.informer.on_synced([&] { ++calls; });
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::InitStart));
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::InitApply, config_map("ns", "a", "1")));
+  CHECK(calls == 0);
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::InitDone));
+  CHECK(calls == 1);
+  fixture.list(objects({{"a", "2"}}));  // a relist does not call again
+  CHECK(calls == 1);
+  fixture.informer.on_synced([&] { ++calls; });
+  CHECK(calls == 2);
+}
+
 TEST_CASE("the cache indexes by namespace, controller owner and label", "[runtime][cache]") {
   ObjectCache cache;
-  cache.put(testing::make_object(
+  cache.put(runtime::testing::make_object(
       R"({"metadata":{"namespace":"a","name":"x","labels":{"app":"web"},"ownerReferences":[{"apiVersion":"myorg.io/v1alpha1","kind":"MyResource","name":"o","uid":"uid-1","controller":true}]}})"));
-  cache.put(testing::make_object(R"({"metadata":{"namespace":"a","name":"y","labels":{"app":"db"}}})"));
-  cache.put(testing::make_object(R"({"metadata":{"namespace":"b","name":"z","labels":{"app":"web"}}})"));
+  cache.put(
+      runtime::testing::make_object(R"({"metadata":{"namespace":"a","name":"y","labels":{"app":"db"}}})"));
+  cache.put(
+      runtime::testing::make_object(R"({"metadata":{"namespace":"b","name":"z","labels":{"app":"web"}}})"));
   CHECK(cache.list_namespace("a").size() == 2);
   CHECK(cache.list_namespace("b").size() == 1);
   CHECK(cache.list_namespace("").empty());
   CHECK(cache.list_by_controller_owner("uid-1").size() == 1);
   CHECK(cache.list_by_label("app", "web").size() == 2);
   // Relabel: the index follows.
-  cache.put(testing::make_object(R"({"metadata":{"namespace":"b","name":"z","labels":{"app":"db"}}})"));
+  cache.put(
+      runtime::testing::make_object(R"({"metadata":{"namespace":"b","name":"z","labels":{"app":"db"}}})"));
   CHECK(cache.list_by_label("app", "web").size() == 1);
   CHECK(cache.list_by_label("app", "db").size() == 2);
   cache.erase({"a", "x"});

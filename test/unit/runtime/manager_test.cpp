@@ -8,6 +8,7 @@
 #include "http_get.h"
 #include "https_get.h"
 #include "runtime/manager.h"
+#include "support/fake_clock.h"
 
 using namespace std::chrono_literals;
 using namespace myop;
@@ -22,9 +23,29 @@ class FakeCache final : public Runnable {
   void start() override { started = true; }
   void stop() override { stopped = true; }
   bool has_synced() const override { return synced; }
+  void on_synced(std::function<void()> callback) override {
+    std::unique_lock lock(mutex);
+    if (!synced) {
+      synced_callback = std::move(callback);
+      return;
+    }
+    lock.unlock();
+    callback();
+  }
+  void sync() {
+    std::function<void()> callback;
+    {
+      std::lock_guard lock(mutex);
+      synced = true;
+      callback = std::move(synced_callback);
+    }
+    if (callback) callback();
+  }
   std::atomic<bool> started{false};
   std::atomic<bool> stopped{false};
   std::atomic<bool> synced{false};
+  std::mutex mutex;
+  std::function<void()> synced_callback;
 };
 
 class FakeElector final : public LeaderElector {
@@ -118,7 +139,7 @@ TEST_CASE("probes: alive at once, ready after caches sync, metrics served", "[ru
   CHECK(not_ready.status == 503);
   CHECK_THAT(not_ready.body, Catch::Contains("fake-cache"));
 
-  cache->synced = true;
+  cache->sync();
   REQUIRE(eventually([&] { return manager.caches_synced(); }));
   CHECK(http_request(manager.probe_port(), "/readyz").status == 200);
 
@@ -151,10 +172,12 @@ TEST_CASE("graceful shutdown waits for the in-flight reconcile and releases the 
   options.leader_elector = elector;
   Manager manager(options);
   auto cache = std::make_shared<FakeCache>();
-  cache->synced = true;
+  cache->sync();
   manager.add_runnable(cache);
+  auto clock = std::make_shared<myop::testing::FakeClock>();
   ControllerOptions controller_options;
   controller_options.registry = manager.registry();
+  controller_options.clock = clock;
   auto reconciler = std::make_shared<GatedReconciler>();
   auto controller = std::make_shared<Controller>(controller_options, reconciler);
   manager.add_controller(controller);
@@ -168,8 +191,11 @@ TEST_CASE("graceful shutdown waits for the in-flight reconcile and releases the 
   elector->set_grant();
   reconciler->wait_started();
 
+  const auto grace_ends = clock->now() + options.graceful_shutdown_timeout;
   stop.request_stop();
-  CHECK(exit_code.wait_for(200ms) == std::future_status::timeout);  // still waiting for the reconcile
+  // The controller waits out the grace period for the reconcile; the lease is kept meanwhile.
+  REQUIRE(clock->await_deadline(grace_ends));
+  CHECK(exit_code.wait_for(0s) == std::future_status::timeout);
   CHECK_FALSE(elector->released);
   reconciler->release();
   CHECK(exit_code.get() == 0);
@@ -184,7 +210,7 @@ TEST_CASE("lost leadership stops the manager with a non-zero exit code", "[runti
   options.leader_elector = elector;
   Manager manager(options);
   auto cache = std::make_shared<FakeCache>();
-  cache->synced = true;
+  cache->sync();
   manager.add_runnable(cache);
   std::stop_source stop;
   auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
@@ -192,6 +218,28 @@ TEST_CASE("lost leadership stops the manager with a non-zero exit code", "[runti
   elector->lost();
   CHECK(exit_code.get() == 1);
   CHECK_FALSE(elector->released);
+}
+
+TEST_CASE("the cache wait gives up at its timeout on the manager's clock", "[runtime][manager]") {
+  auto options = local_options();
+  auto clock = std::make_shared<myop::testing::FakeClock>();
+  options.clock = clock;
+  options.cache_sync_timeout = 2min;
+  Manager manager(options);
+  auto cache = std::make_shared<FakeCache>();
+  manager.add_runnable(cache);
+  std::stop_source stop;
+  const auto gives_up_at = clock->now() + 2min;
+  auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
+  // Waiting until the timeout, not in slices: one timer, for exactly then.
+  REQUIRE(clock->await_deadline(gives_up_at));
+  clock->advance(2min - 1s);
+  CHECK(exit_code.wait_for(0s) == std::future_status::timeout);
+  CHECK_FALSE(manager.caches_synced());
+  clock->advance(1s);
+  CHECK(exit_code.get() == 1);
+  CHECK_FALSE(manager.caches_synced());
+  CHECK(cache->stopped);
 }
 
 TEST_CASE("a bind failure is reported as exit code 1", "[runtime][manager]") {

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <future>
 #include <map>
 #include <mutex>
 #include <random>
@@ -9,9 +10,11 @@
 #include <vector>
 
 #include "runtime/workqueue.h"
+#include "support/fake_clock.h"
 
 using namespace std::chrono_literals;
 using namespace myop::runtime;
+using myop::testing::FakeClock;
 
 namespace {
 
@@ -299,12 +302,52 @@ TEST_CASE("shut_down wakes a blocked get", "[runtime][workqueue]") {
   CHECK(queue.depth() == 0);
 }
 
-TEST_CASE("blocking get returns a delayed item once due", "[runtime][workqueue]") {
-  WorkQueue queue;
-  queue.add(key("a", "x"), {Priority::normal, 20ms});
-  auto item = queue.get();
-  REQUIRE(item);
-  CHECK(item->key == key("a", "x"));
+TEST_CASE("blocking get returns a delayed item once due on the clock", "[runtime][workqueue]") {
+  Fixture fixture;
+  WorkQueue queue(fixture.options());
+  queue.add(key("a", "x"), {Priority::normal, 20s});
+  auto item = std::async(std::launch::async, [&] { return queue.get(); });
+  // The worker sleeps until the item is due, not in slices.
+  REQUIRE(fixture.clock->await_deadline(fixture.clock->now() + 20s));
+  fixture.clock->advance(19s);
+  CHECK(item.wait_for(0s) == std::future_status::timeout);
+  fixture.clock->advance(1s);
+  auto got = item.get();
+  REQUIRE(got);
+  CHECK(got->key == key("a", "x"));
+}
+
+TEST_CASE("a blocked get wakes for an add, and its deadline follows the earliest item",
+          "[runtime][workqueue]") {
+  Fixture fixture;
+  WorkQueue queue(fixture.options());
+  queue.add(key("a", "late"), {Priority::normal, 1h});
+  auto item = std::async(std::launch::async, [&] { return queue.get(); });
+  REQUIRE(fixture.clock->await_deadline(fixture.clock->now() + 1h));
+  queue.add(key("a", "sooner"), {Priority::normal, 10s});
+  REQUIRE(fixture.clock->await_deadline(fixture.clock->now() + 10s));
+  fixture.clock->advance(10s);
+  auto got = item.get();
+  REQUIRE(got);
+  CHECK(got->key == key("a", "sooner"));
+}
+
+TEST_CASE("a rate-limited get sleeps until the next token", "[runtime][workqueue]") {
+  Fixture fixture;
+  auto options = fixture.options();
+  options.rate_per_second = 2.0;
+  options.burst = 1;
+  WorkQueue queue(options);
+  queue.add(key("a", "x"));
+  queue.add(key("a", "y"));
+  REQUIRE(queue.try_get());
+  CHECK_FALSE(queue.try_get());  // the burst is spent
+  auto item = std::async(std::launch::async, [&] { return queue.get(); });
+  REQUIRE(fixture.clock->await_deadline(fixture.clock->now() + 500ms));
+  fixture.clock->advance(500ms);
+  auto got = item.get();
+  REQUIRE(got);
+  CHECK(got->key == key("a", "y"));
 }
 
 // Randomized operations against a reference model. The model tracks, per key, whether it is
@@ -400,7 +443,8 @@ TEST_CASE("randomized operations keep the queue's invariants", "[runtime][workqu
 
 TEST_CASE("real threads never process one key concurrently", "[runtime][workqueue]") {
   WorkQueueOptions options;
-  options.backoff = ExponentialBackoff(std::chrono::microseconds(10), std::chrono::milliseconds(1));
+  options.backoff.initial = 10us;
+  options.backoff.maximum = 1ms;
   WorkQueue queue(options);
   std::mutex mutex;
   std::set<ObjectKey> active;

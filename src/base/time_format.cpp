@@ -1,8 +1,8 @@
-#include "myresource/rfc3339.h"
+#include "base/time_format.h"
 
 #include <cstdio>
 
-namespace myop::myresource {
+namespace myop::base {
 namespace {
 
 bool read_digits(std::string_view text, std::size_t& position, int count, int& value) {
@@ -21,20 +21,32 @@ bool expect(std::string_view text, std::size_t& position, char character) {
   return true;
 }
 
-}  // namespace
-
-std::string format_rfc3339(WallTime time) {
-  auto seconds = std::chrono::floor<std::chrono::seconds>(time);
-  auto days = std::chrono::floor<std::chrono::days>(seconds);
-  std::chrono::year_month_day date{days};
-  std::chrono::hh_mm_ss clock{seconds - days};
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%04d-%02u-%02uT%02d:%02d:%02dZ", static_cast<int>(date.year()),
-                static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
-                static_cast<int>(clock.hours().count()), static_cast<int>(clock.minutes().count()),
-                static_cast<int>(clock.seconds().count()));
+// "YYYY-MM-DDThh:mm:ss" in UTC, then ".uuuuuu" when asked, then "Z".
+std::string format_utc(WallTime time, bool with_microseconds) {
+  const auto microseconds = std::chrono::floor<std::chrono::microseconds>(time);
+  const auto seconds = std::chrono::floor<std::chrono::seconds>(microseconds);
+  const auto days = std::chrono::floor<std::chrono::days>(seconds);
+  const std::chrono::year_month_day date{days};
+  const std::chrono::hh_mm_ss clock{seconds - days};
+  char buffer[40];
+  int length =
+      std::snprintf(buffer, sizeof buffer, "%04d-%02u-%02uT%02d:%02d:%02d", static_cast<int>(date.year()),
+                    static_cast<unsigned>(date.month()), static_cast<unsigned>(date.day()),
+                    static_cast<int>(clock.hours().count()), static_cast<int>(clock.minutes().count()),
+                    static_cast<int>(clock.seconds().count()));
+  if (with_microseconds) {
+    length += std::snprintf(buffer + length, sizeof buffer - static_cast<std::size_t>(length), ".%06lld",
+                            static_cast<long long>((microseconds - seconds).count()));
+  }
+  std::snprintf(buffer + length, sizeof buffer - static_cast<std::size_t>(length), "Z");
   return buffer;
 }
+
+}  // namespace
+
+std::string format_rfc3339(WallTime time) { return format_utc(time, false); }
+
+std::string format_micro_time(WallTime time) { return format_utc(time, true); }
 
 std::optional<WallTime> parse_rfc3339(std::string_view text) {
   std::size_t position = 0;
@@ -89,4 +101,4 @@ std::optional<WallTime> parse_rfc3339(std::string_view text) {
   return std::chrono::time_point_cast<WallTime::duration>(time);
 }
 
-}  // namespace myop::myresource
+}  // namespace myop::base
