@@ -202,37 +202,31 @@ void Controller::process(const WorkItem& item) {
         // object, so look again shortly without moving the key up the backoff schedule.
         result_label = "requeue";
         completion = Completion::after(options_.conflict_requeue_delay);
-        log(spdlog::level::debug, "Conflict, requeueing",
-            {{"controller", options_.name},
-             {"namespace", item.key.namespace_name},
-             {"name", item.key.name},
-             {"reconcileID", reconcile_id},
-             {"error", result.message()}});
         break;
       }
       result_label = "error";
       completion = Completion::retry();
       metrics_.reconcile_error();
-      log(spdlog::level::err, "Reconciler error",
-          {{"controller", options_.name},
-           {"namespace", item.key.namespace_name},
-           {"name", item.key.name},
-           {"reconcileID", reconcile_id},
-           {"failures", std::to_string(item.failures + 1)},
-           {"error", result.message()}});
       break;
     case ReconcileResult::Kind::terminal_error:
       result_label = "error";
       completion = Completion::success();  // a retry cannot help; the next change will trigger again
       metrics_.reconcile_error();
       metrics_.terminal_error();
-      log(spdlog::level::err, "Reconciler terminal error, not retrying",
-          {{"controller", options_.name},
-           {"namespace", item.key.namespace_name},
-           {"name", item.key.name},
-           {"reconcileID", reconcile_id},
-           {"error", result.message()}});
       break;
+  }
+  if (result.is_error()) {
+    const bool terminal = result.kind() == ReconcileResult::Kind::terminal_error;
+    log(result.is_conflict() ? spdlog::level::debug : spdlog::level::err,
+        result.is_conflict() ? "Conflict, requeueing"
+        : terminal           ? "Reconciler terminal error, not retrying"
+                             : "Reconciler error",
+        {{"controller", options_.name},
+         {"namespace", item.key.namespace_name},
+         {"name", item.key.name},
+         {"reconcileID", reconcile_id},
+         {"failures", std::to_string(item.failures + (result.is_conflict() || terminal ? 0 : 1))},
+         {"error", result.message()}});
   }
   metrics_.reconciled(result_label, finished - started);
   if (seen) {

@@ -14,7 +14,7 @@ namespace {
 
 std::string label_of(const std::string& namespace_name) {
   auto result = testenv::kubectl("get namespace " + namespace_name +
-                                 " -o jsonpath={.metadata.labels.myorg\\.io/has-myresources}");
+                                 " -o 'jsonpath={.metadata.labels.myorg\\.io/has-myresources}'");
   return result.ok() ? result.output : "<error: " + result.output + ">";
 }
 

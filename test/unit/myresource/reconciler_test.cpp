@@ -181,6 +181,13 @@ struct Fixture {
     return *found;
   }
 
+  // kubectl delete: the API server sets deletionTimestamp; finalizers hold the object.
+  void begin_deletion() {
+    cluster->edit_myresource("web", [](Object& object) {
+      object.set_string_member(object.json()["metadata"], "deletionTimestamp", "2026-03-01T12:00:00Z");
+    });
+  }
+
   void set_spec_image(const std::string& image) {
     cluster->edit_myresource("web", [&](Object& object) {
       object.set_string_member(object.json()["spec"], "image", image);
@@ -267,9 +274,7 @@ TEST_CASE("paused: nothing changes, and status says so", "[myresource][reconcile
 TEST_CASE("deletion removes children, waits, then drops the finalizer", "[myresource][reconciler]") {
   Fixture fixture;
   fixture.reconcile();
-  fixture.cluster->edit_myresource("web", [](Object& object) {
-    object.set_string_member(object.json()["metadata"], "deletionTimestamp", "2026-03-01T12:00:00Z");
-  });
+  fixture.begin_deletion();
   fixture.cluster->fail_deletes =
       myop::kube::make_error(myop::kube::Reason::Forbidden, "deployments is forbidden", 403);
   ReconcileResult failed = fixture.reconcile();
@@ -472,9 +477,7 @@ TEST_CASE("a 409 stays a typed conflict up to the controller", "[myresource][rec
 TEST_CASE("a status write that fails during deletion fails the reconcile", "[myresource][reconciler]") {
   Fixture fixture;
   fixture.reconcile();
-  fixture.cluster->edit_myresource("web", [](Object& object) {
-    object.set_string_member(object.json()["metadata"], "deletionTimestamp", "2026-03-01T12:00:00Z");
-  });
+  fixture.begin_deletion();
   fixture.cluster->fail_status_writes =
       myop::kube::make_error(myop::kube::Reason::ServiceUnavailable, "the API server is restarting", 503);
   ReconcileResult result = fixture.reconcile();

@@ -83,7 +83,7 @@ TEST_CASE("a failed finalizer write keeps its API error and skips apply", "[runt
   CHECK_FALSE(applied);
 }
 
-TEST_CASE("deletion: cleanup until done, then the finalizer goes; never added while deleting",
+TEST_CASE("deletion: cleanup until done, then the finalizer goes, never added while deleting",
           "[runtime][finalizer]") {
   Recorder recorder;
   int cleanups = 0;
