@@ -393,7 +393,7 @@ Result<ClientConfig> resolve_kubeconfig(const Kubeconfig& kubeconfig, const std:
           cluster.origin, cluster_field + ".insecure-skip-tls-verify",
           "is true: refusing to send credentials to a server whose certificate is not verified. "
           "Set certificate-authority(-data) for the cluster, or opt in explicitly with "
-          "--allow-insecure-skip-tls-verify (never in production)");
+          "--insecure-skip-tls-verify-allowed (never in production)");
     config.insecure_skip_tls_verify = true;
   }
 

@@ -317,7 +317,7 @@ TEST_CASE("insecure-skip-tls-verify is refused unless explicitly allowed", "[kub
   CHECK(refused.error().reason == Reason::InvalidConfiguration);
   CHECK(refused.error().message.find(file) != std::string::npos);
   CHECK(refused.error().message.find("insecure-skip-tls-verify") != std::string::npos);
-  CHECK(refused.error().message.find("--allow-insecure-skip-tls-verify") != std::string::npos);
+  CHECK(refused.error().message.find("--insecure-skip-tls-verify-allowed") != std::string::npos);
 
   search.allow_insecure_skip_tls_verify = true;
   auto allowed = myop::kube::load_client_config(search);
