@@ -10,8 +10,8 @@ HELM = "$$(hack/build-tools.sh --print-bin-dir helm)/helm"
 KUBERNETES_VERSION := $(shell sed -n 's/^KUBERNETES_VERSION=//p' hack/tools/versions.env)
 
 .PHONY: all deps tools configure build test unit-test integration-test e2e run demo demo-down \
-        deploy undeploy helm-lint bench fuzz sbom scan testenv-up testenv-down fmt lint clean \
-        fresh-check
+        deploy undeploy helm-lint bench fuzz sbom scan testenv-up testenv-down fmt check-format lint \
+        clean fresh-check
 
 all: build
 
@@ -89,8 +89,13 @@ testenv-up: tools
 testenv-down:
 	hack/testenv down
 
+# clang-format 14 with .clang-format over src/ test/ bench/ examples/: check-format fails on a
+# difference (and prints the command that fixes it); fmt rewrites the files.
+check-format:
+	hack/check-format
+
 fmt:
-	find src test bench -name '*.cpp' -o -name '*.h' | xargs clang-format -i
+	hack/check-format --fix
 
 lint: configure
 	find src -name '*.cpp' | xargs clang-tidy -p $(BUILD_DIR) --quiet
