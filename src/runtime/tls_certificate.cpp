@@ -160,7 +160,7 @@ kube::Result<std::shared_ptr<boost::asio::ssl::context>> make_server_tls_context
 }
 
 kube::Result<CertificatePair> generate_self_signed_certificate(const std::vector<std::string>& names,
-                                                                std::string_view organization) {
+                                                               std::string_view organization) {
   if (names.empty()) return invalid("a self-signed certificate needs at least one name");
   ERR_clear_error();
   KeyPointer key(EVP_EC_gen("P-256"));
@@ -181,8 +181,8 @@ kube::Result<CertificatePair> generate_self_signed_certificate(const std::vector
   X509_NAME* subject = X509_get_subject_name(certificate.get());
   if (!organization.empty()) {
     const std::string name(organization);
-    X509_NAME_add_entry_by_txt(subject, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(name.c_str()), -1,
-                               -1, 0);
+    X509_NAME_add_entry_by_txt(subject, "O", MBSTRING_UTF8,
+                               reinterpret_cast<const unsigned char*>(name.c_str()), -1, -1, 0);
   }
   X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_UTF8,
                              reinterpret_cast<const unsigned char*>(names[0].c_str()), -1, -1, 0);
