@@ -101,7 +101,7 @@ CertificateDescription describe(X509* certificate) {
   if (X509_digest(certificate, EVP_sha256(), digest.data(), &length) == 1) {
     static constexpr char kHex[] = "0123456789ABCDEF";
     for (unsigned int i = 0; i < length; ++i) {
-      if (i) description.sha256_fingerprint += ':';
+      if (i != 0) description.sha256_fingerprint += ':';
       description.sha256_fingerprint += kHex[digest[i] >> 4];
       description.sha256_fingerprint += kHex[digest[i] & 0x0f];
     }
@@ -175,7 +175,7 @@ kube::Result<CertificatePair> generate_self_signed_certificate(const std::vector
   BIGNUM* serial = BN_bin2bn(serial_bytes.data(), static_cast<int>(serial_bytes.size()), nullptr);
   BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(certificate.get()));
   BN_free(serial);
-  X509_gmtime_adj(X509_getm_notBefore(certificate.get()), -60 * 60);  // tolerate clock skew
+  X509_gmtime_adj(X509_getm_notBefore(certificate.get()), -60L * 60);  // tolerate clock skew
   X509_gmtime_adj(X509_getm_notAfter(certificate.get()), 365L * 24 * 60 * 60);
   X509_set_pubkey(certificate.get(), key.get());
   X509_NAME* subject = X509_get_subject_name(certificate.get());
