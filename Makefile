@@ -11,7 +11,7 @@ KUBERNETES_VERSION := $(shell sed -n 's/^KUBERNETES_VERSION=//p' hack/tools/vers
 
 .PHONY: all deps tools configure build test unit-test integration-test e2e run demo demo-down \
         deploy undeploy helm-lint bench fuzz sbom scan testenv-up testenv-down fmt check-format lint \
-        clean fresh-check
+        sanitize asan tsan clean fresh-check
 
 all: build
 
@@ -109,5 +109,15 @@ LINT_EXCLUDE ?= src/main.cpp $(wildcard src/app/* src/base/*) \
 lint: configure
 	hack/lint --build-dir $(BUILD_DIR) --jobs $(JOBS) $(addprefix --exclude ,$(LINT_EXCLUDE))
 
+# The unit tests built and run under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/) and
+# ThreadSanitizer (build-tsan/); any report fails. See hack/sanitize.
+sanitize: asan tsan
+
+asan:
+	hack/sanitize asan --jobs $(JOBS)
+
+tsan:
+	hack/sanitize tsan --jobs $(JOBS)
+
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) build-asan build-tsan
