@@ -27,9 +27,10 @@ configure:
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# Installs packages, builds the pinned control plane (cached), builds, runs every test:
-# unit, integration (real control plane) and the chainsaw e2e stories.
-test: deps tools build
+# Installs packages, builds the pinned control plane (cached), checks the format, builds, lints, runs
+# the unit tests under sanitizers, then every test: unit, integration (real control plane) and the
+# chainsaw e2e stories. The cheap checks come first so a mistake fails in seconds.
+test: deps tools check-format build lint sanitize
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 unit-test: build
