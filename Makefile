@@ -10,8 +10,8 @@ HELM = "$$(hack/build-tools.sh --print-bin-dir helm)/helm"
 KUBERNETES_VERSION := $(shell sed -n 's/^KUBERNETES_VERSION=//p' hack/tools/versions.env)
 
 .PHONY: all deps tools configure build test unit-test integration-test e2e run demo demo-down \
-        deploy undeploy helm-lint bench fuzz sbom scan testenv-up testenv-down fmt lint clean \
-        fresh-check
+        deploy undeploy helm-lint bench fuzz sbom scan testenv-up testenv-down fmt check-format lint \
+        sanitize asan tsan clean fresh-check
 
 all: build
 
@@ -27,9 +27,10 @@ configure:
 build: configure
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-# Installs packages, builds the pinned control plane (cached), builds, runs every test:
-# unit, integration (real control plane) and the chainsaw e2e stories.
-test: deps tools build
+# Installs packages, builds the pinned control plane (cached), checks the format, builds, lints, runs
+# the unit tests under sanitizers, then every test: unit, integration (real control plane) and the
+# chainsaw e2e stories. The cheap checks come first so a mistake fails in seconds.
+test: deps tools check-format build lint sanitize
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) $(CTEST_ARGS)
 
 unit-test: build
@@ -89,11 +90,35 @@ testenv-up: tools
 testenv-down:
 	hack/testenv down
 
-fmt:
-	find src test bench -name '*.cpp' -o -name '*.h' | xargs clang-format -i
+# clang-format 14 with .clang-format over src/ test/ bench/ examples/: check-format fails on a
+# difference (and prints the command that fixes it); fmt rewrites the files.
+check-format:
+	hack/check-format
 
+fmt:
+	hack/check-format --fix
+
+# clang-tidy 14 with .clang-tidy over src/, from the build's compile_commands.json; any finding fails.
+# TEMPORARY: LINT_EXCLUDE holds the files rewritten or added by the other issue-14 work (the lead
+# fixes their findings after merging); then the list goes. `make lint LINT_EXCLUDE=` lints all.
+LINT_EXCLUDE ?= src/main.cpp $(wildcard src/app/* src/base/*) \
+  $(wildcard $(foreach stem,watch transport retry_policy,src/kube/$(stem).*)) \
+  $(wildcard $(foreach stem,informer informer_set informer_registry manager controller event_handler predicate \
+      runnable clock workqueue leader_election event_recorder builder finalizer selector writer,src/runtime/$(stem).*)) \
+  $(wildcard $(foreach stem,kube_cluster reconciler orphans orphan_sweeper feature_flags metrics \
+      myresource_controller preflight,src/myresource/$(stem).*))
 lint: configure
-	find src -name '*.cpp' | xargs clang-tidy -p $(BUILD_DIR) --quiet
+	hack/lint --build-dir $(BUILD_DIR) --jobs $(JOBS) $(addprefix --exclude ,$(LINT_EXCLUDE))
+
+# The unit tests built and run under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/) and
+# ThreadSanitizer (build-tsan/); any report fails. See hack/sanitize.
+sanitize: asan tsan
+
+asan:
+	hack/sanitize asan --jobs $(JOBS)
+
+tsan:
+	hack/sanitize tsan --jobs $(JOBS)
 
 clean:
-	rm -rf $(BUILD_DIR)
+	rm -rf $(BUILD_DIR) build-asan build-tsan

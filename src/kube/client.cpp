@@ -3,6 +3,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "kube/object.h"
@@ -29,15 +30,14 @@ Error missing_name(std::string_view verb) {
 bool condition_is_true(const rapidjson::Value& object, std::string_view type) {
   const JsonValue* conditions = ObjectView(object).find({"status", "conditions"});
   if (conditions == nullptr || !conditions->IsArray()) return false;
-  for (const auto& condition : conditions->GetArray()) {
+  return std::ranges::any_of(conditions->GetArray(), [&](const JsonValue& condition) {
     const JsonValue* condition_type = find_member(condition, "type");
     const JsonValue* status = find_member(condition, "status");
-    if (condition_type != nullptr && condition_type->IsString() && status != nullptr && status->IsString() &&
-        std::string_view(condition_type->GetString(), condition_type->GetStringLength()) == type &&
-        std::string_view(status->GetString(), status->GetStringLength()) == "True")
-      return true;
-  }
-  return false;
+    return condition_type != nullptr && condition_type->IsString() && status != nullptr &&
+           status->IsString() &&
+           std::string_view(condition_type->GetString(), condition_type->GetStringLength()) == type &&
+           std::string_view(status->GetString(), status->GetStringLength()) == "True";
+  });
 }
 
 std::string string_at(const rapidjson::Value& object, std::initializer_list<std::string_view> path) {

@@ -5,11 +5,11 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <system_error>
 
 namespace myop::kube {
 namespace {
@@ -38,8 +38,11 @@ std::optional<std::string> environment(const char* name) {
 
 Result<std::string> read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
-  if (!in)
-    return make_error(Reason::InvalidConfiguration, "cannot read " + path + ": " + std::strerror(errno));
+  if (!in) {
+    const int error = errno;
+    return make_error(Reason::InvalidConfiguration,
+                      "cannot read " + path + ": " + std::generic_category().message(error));
+  }
   std::ostringstream content;
   content << in.rdbuf();
   if (in.bad()) return make_error(Reason::InvalidConfiguration, "cannot read " + path + ": read error");
@@ -47,7 +50,7 @@ Result<std::string> read_file(const std::string& path) {
 }
 
 std::string trim(std::string text) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  const auto not_space = [](unsigned char c) { return std::isspace(c) == 0; };
   text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
   text.erase(std::find_if(text.rbegin(), text.rend(), not_space).base(), text.end());
   return text;
@@ -69,7 +72,7 @@ std::optional<std::string> decode_base64(std::string_view text) {
   int padding = 0;
   int symbols = 0;
   for (char c : text) {
-    if (std::isspace(static_cast<unsigned char>(c))) continue;
+    if (std::isspace(static_cast<unsigned char>(c)) != 0) continue;
     if (c == '=') {
       ++padding;
       ++symbols;

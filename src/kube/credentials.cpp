@@ -5,7 +5,7 @@
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): kill() is POSIX, not <csignal>
 #include <spawn.h>
 #include <spdlog/spdlog.h>
 #include <sys/wait.h>
@@ -14,19 +14,17 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <sstream>
+#include <system_error>
 
 #include "base/time_format.h"
-
-extern char** environ;
 
 namespace myop::kube {
 namespace {
 
 std::string trim(std::string text) {
-  const auto not_space = [](unsigned char c) { return !std::isspace(c); };
+  const auto not_space = [](unsigned char c) { return std::isspace(c) == 0; };
   text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
   text.erase(std::find_if(text.rbegin(), text.rend(), not_space).base(), text.end());
   return text;
@@ -85,6 +83,7 @@ Result<Credential> TokenFileCredentialSource::current() {
   if (!read_at_ || now - *read_at_ >= refresh_interval_) {
     std::ifstream in(path_, std::ios::binary);
     std::ostringstream content;
+    const int open_error = in ? 0 : errno;
     if (in) content << in.rdbuf();
     std::string token = in ? trim(content.str()) : std::string();
     if (!token.empty()) {
@@ -92,10 +91,10 @@ Result<Credential> TokenFileCredentialSource::current() {
         spdlog::info("bearer token file {} changed; using the new token", path_);
       token_ = std::move(token);
     } else if (token_.empty()) {
-      return make_error(
-          Reason::Unauthorized,
-          "the bearer token file " + path_ +
-              (in ? std::string(" is empty") : " cannot be read: " + std::string(std::strerror(errno))));
+      return make_error(Reason::Unauthorized,
+                        "the bearer token file " + path_ +
+                            (in ? std::string(" is empty")
+                                : " cannot be read: " + std::generic_category().message(open_error)));
     } else {
       // The kubelet replaces the file atomically, but a mount hiccup must not take the operator down.
       spdlog::warn("bearer token file {} could not be read or is empty; keeping the last good token", path_);
@@ -157,7 +156,7 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
   std::array<int, 2> out_pipe{-1, -1};
   std::array<int, 2> err_pipe{-1, -1};
   if (pipe2(out_pipe.data(), O_CLOEXEC) != 0 || pipe2(err_pipe.data(), O_CLOEXEC) != 0)
-    return make_error(Reason::Unknown, std::string("cannot create a pipe: ") + std::strerror(errno));
+    return make_error(Reason::Unknown, "cannot create a pipe: " + std::generic_category().message(errno));
 
   // Environment: ours, with the plugin's variables replacing any of the same name.
   std::vector<std::string> environment_strings;
@@ -168,12 +167,18 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
                                         [&](const auto& variable) { return variable.first == name; });
     if (!overridden) environment_strings.emplace_back(text);
   }
-  for (const auto& [name, value] : environment) environment_strings.push_back(name + "=" + value);
+  for (const auto& [name, value] : environment) {
+    std::string& text = environment_strings.emplace_back(name);
+    text += '=';
+    text += value;
+  }
   std::vector<char*> environment_pointers;
+  environment_pointers.reserve(environment_strings.size() + 1);
   for (auto& text : environment_strings) environment_pointers.push_back(text.data());
   environment_pointers.push_back(nullptr);
   std::vector<std::string> arguments(argv);
   std::vector<char*> argument_pointers;
+  argument_pointers.reserve(arguments.size() + 1);
   for (auto& text : arguments) argument_pointers.push_back(text.data());
   argument_pointers.push_back(nullptr);
 
@@ -192,7 +197,7 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
     close(out_pipe[0]);
     close(err_pipe[0]);
     return make_error(Reason::InvalidConfiguration,
-                      "cannot run " + arguments[0] + ": " + std::strerror(spawned));
+                      "cannot run " + arguments[0] + ": " + std::generic_category().message(spawned));
   }
 
   ProcessOutput output;

@@ -50,14 +50,16 @@ class CopyingHandler {
   bool Int64(std::int64_t value) { return target_.Int64(value); }
   bool Uint64(std::uint64_t value) { return target_.Uint64(value); }
   bool Double(double value) { return target_.Double(value); }
-  bool RawNumber(const char* text, rapidjson::SizeType length, bool) {
+  bool RawNumber(const char* text, rapidjson::SizeType length, bool /*copy*/) {
     return target_.RawNumber(text, length, true);
   }
-  bool String(const char* text, rapidjson::SizeType length, bool) {
+  bool String(const char* text, rapidjson::SizeType length, bool /*copy*/) {
     return target_.String(text, length, true);
   }
   bool StartObject() { return target_.StartObject(); }
-  bool Key(const char* text, rapidjson::SizeType length, bool) { return target_.Key(text, length, true); }
+  bool Key(const char* text, rapidjson::SizeType length, bool /*copy*/) {
+    return target_.Key(text, length, true);
+  }
   bool EndObject(rapidjson::SizeType count) { return target_.EndObject(count); }
   bool StartArray() { return target_.StartArray(); }
   bool EndArray(rapidjson::SizeType count) { return target_.EndArray(count); }
@@ -389,7 +391,7 @@ bool Object::remove_finalizer(std::string_view finalizer) {
   JsonValue* finalizers = const_cast<JsonValue*>(view().find({"metadata", "finalizers"}));
   if (finalizers == nullptr || !finalizers->IsArray()) return false;
   bool removed = false;
-  for (auto element = finalizers->Begin(); element != finalizers->End();) {
+  for (auto* element = finalizers->Begin(); element != finalizers->End();) {
     if (element->IsString() && string_of(element) == finalizer) {
       element = finalizers->Erase(element);
       removed = true;

@@ -31,7 +31,7 @@ using JsonValue = rapidjson::GenericValue<rapidjson::UTF8<>, JsonAllocator>;
 // Pool chunk sizes. `kAutoChunkSize` lets `Object::parse` pick one from the input length.
 inline constexpr std::size_t kAutoChunkSize = 0;
 inline constexpr std::size_t kSmallChunkSize = 1024;
-inline constexpr std::size_t kLargestAutoChunkSize = 64 * 1024;
+inline constexpr std::size_t kLargestAutoChunkSize = std::size_t{64} * 1024;
 
 // Deeper documents are refused by `Object::parse`: the helpers here recurse, and no Kubernetes object
 // comes close (the API server itself refuses much shallower ones in practice).

@@ -18,7 +18,7 @@ std::optional<WatchEventType> event_type_from_name(std::string_view name) {
   return std::nullopt;
 }
 
-Error malformed(std::string message, std::string_view line) {
+Error malformed(const std::string& message, std::string_view line) {
   constexpr std::size_t quoted_bytes = 200;
   std::string quoted(line.substr(0, quoted_bytes));
   if (line.size() > quoted_bytes) quoted += "...";

@@ -37,7 +37,7 @@ struct WatchEvent {
 };
 
 // Largest line accepted. etcd stores at most ~1.5 MiB per object; JSON of a big object stays well below.
-inline constexpr std::size_t kDefaultMaximumWatchLineBytes = 16 * 1024 * 1024;
+inline constexpr std::size_t kDefaultMaximumWatchLineBytes = std::size_t{16} * 1024 * 1024;
 
 class WatchParser {
  public:

@@ -62,11 +62,10 @@ bool remove_condition(std::vector<Condition>& conditions, std::string_view type)
 
 bool same_conditions(const std::vector<Condition>& left, const std::vector<Condition>& right) {
   if (left.size() != right.size()) return false;
-  for (const Condition& condition : left) {
+  return std::ranges::all_of(left, [&](const Condition& condition) {
     const Condition* other = find_condition(right, condition.type);
-    if (other == nullptr || !(*other == condition)) return false;
-  }
-  return true;
+    return other != nullptr && *other == condition;
+  });
 }
 
 }  // namespace myop::myresource

@@ -1,5 +1,6 @@
 #include "myresource/image_reference.h"
 
+#include <algorithm>
 #include <cctype>
 #include <vector>
 
@@ -40,10 +41,8 @@ bool is_path_component(std::string_view component) {
 // A domain label: alphanumeric, hyphens inside only.
 bool is_domain_label(std::string_view label) {
   if (label.empty() || !is_alphanumeric(label.front()) || !is_alphanumeric(label.back())) return false;
-  for (char character : label) {
-    if (!is_alphanumeric(character) && character != '-') return false;
-  }
-  return true;
+  return std::ranges::all_of(label,
+                             [](char character) { return is_alphanumeric(character) || character == '-'; });
 }
 
 // host(.host)*(:port)?
@@ -79,7 +78,7 @@ bool is_digest(std::string_view digest) {
   bool expect_letter = true;
   for (char character : algorithm) {
     if (expect_letter) {
-      if (!std::isalpha(static_cast<unsigned char>(character))) return false;
+      if (std::isalpha(static_cast<unsigned char>(character)) == 0) return false;
       expect_letter = false;
     } else if (character == '-' || character == '_' || character == '+' || character == '.') {
       expect_letter = true;
@@ -95,10 +94,9 @@ bool is_digest(std::string_view digest) {
 bool is_valid_tag(std::string_view tag) {
   if (tag.empty() || tag.size() > 128) return false;
   if (tag.front() == '.' || tag.front() == '-') return false;
-  for (char character : tag) {
-    if (!is_alphanumeric(character) && character != '_' && character != '.' && character != '-') return false;
-  }
-  return true;
+  return std::ranges::all_of(tag, [](char character) {
+    return is_alphanumeric(character) || character == '_' || character == '.' || character == '-';
+  });
 }
 
 std::optional<ImageReference> parse_image_reference(std::string_view image) {

@@ -34,7 +34,8 @@ void OrphanSweeper::run(std::stop_token stop) {
   auto delay = std::min(options_.first_delay, options_.period);
   std::unique_lock lock(mutex_);
   // Waits end early only when stop is requested.
-  while (!options_.clock->wait_for(wake_, lock, stop, delay, [] { return false; }) && !stop.stop_requested()) {
+  while (!options_.clock->wait_for(wake_, lock, stop, delay, [] { return false; }) &&
+         !stop.stop_requested()) {
     lock.unlock();
     sweep(stop);
     lock.lock();

@@ -19,7 +19,7 @@ std::optional<long double> quantity_value(std::string_view quantity) {
   if (quantity[0] == '+' || quantity[0] == '-') ++position;
   std::size_t digits_start = position;
   while (position < quantity.size() &&
-         (std::isdigit(static_cast<unsigned char>(quantity[position])) || quantity[position] == '.')) {
+         (std::isdigit(static_cast<unsigned char>(quantity[position])) != 0 || quantity[position] == '.')) {
     ++position;
   }
   if (position == digits_start) return std::nullopt;

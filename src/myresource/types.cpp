@@ -1,5 +1,6 @@
 #include "myresource/types.h"
 
+#include <algorithm>
 #include <limits>
 
 #include "myresource/image_reference.h"
@@ -64,13 +65,10 @@ std::map<std::string, std::string> read_quantities(const JsonValue& parent, std:
 
 bool is_env_name(std::string_view name) {
   if (name.empty() || (name.front() >= '0' && name.front() <= '9')) return false;
-  for (char character : name) {
-    bool allowed = (character >= 'a' && character <= 'z') || (character >= 'A' && character <= 'Z') ||
-                   (character >= '0' && character <= '9') || character == '_' || character == '-' ||
-                   character == '.';
-    if (!allowed) return false;
-  }
-  return true;
+  return std::ranges::all_of(name, [](char character) {
+    return (character >= 'a' && character <= 'z') || (character >= 'A' && character <= 'Z') ||
+           (character >= '0' && character <= '9') || character == '_' || character == '-' || character == '.';
+  });
 }
 
 void read_metadata(const JsonValue& object, Metadata& metadata) {
@@ -94,7 +92,7 @@ void read_spec(const JsonValue& spec_value, Spec& spec, std::vector<std::string>
 
   if (const JsonValue* env = find_member(spec_value, "env"); env != nullptr && !env->IsNull()) {
     if (!env->IsArray()) {
-      problems.push_back("spec.env must be a list of {name, value}");
+      problems.emplace_back("spec.env must be a list of {name, value}");
     } else {
       for (rapidjson::SizeType index = 0; index < env->Size(); ++index) {
         const JsonValue& item = (*env)[index];
@@ -114,7 +112,7 @@ void read_spec(const JsonValue& spec_value, Spec& spec, std::vector<std::string>
   if (const JsonValue* resources = find_member(spec_value, "resources");
       resources != nullptr && !resources->IsNull()) {
     if (!resources->IsObject()) {
-      problems.push_back("spec.resources must be an object with requests and limits");
+      problems.emplace_back("spec.resources must be an object with requests and limits");
     } else {
       spec.resources.requests = read_quantities(*resources, "requests", "spec.resources.requests", problems);
       spec.resources.limits = read_quantities(*resources, "limits", "spec.resources.limits", problems);
@@ -125,13 +123,13 @@ void read_spec(const JsonValue& spec_value, Spec& spec, std::vector<std::string>
     if (paused->IsBool()) {
       spec.paused = paused->GetBool();
     } else {
-      problems.push_back("spec.paused must be true or false");
+      problems.emplace_back("spec.paused must be true or false");
     }
   }
 
   if (const JsonValue* canary = find_member(spec_value, "canary"); canary != nullptr && !canary->IsNull()) {
     if (!canary->IsObject()) {
-      problems.push_back("spec.canary must be an object with replicas and progressDeadlineSeconds");
+      problems.emplace_back("spec.canary must be an object with replicas and progressDeadlineSeconds");
     } else {
       if (auto replicas = read_int32(*canary, "replicas", "spec.canary.replicas", problems)) {
         spec.canary.replicas = *replicas;
@@ -174,10 +172,7 @@ void read_status(const JsonValue& status_value, Status& status) {
 }  // namespace
 
 bool Metadata::has_finalizer(std::string_view finalizer) const {
-  for (const std::string& present : finalizers) {
-    if (present == finalizer) return true;
-  }
-  return false;
+  return std::ranges::find(finalizers, finalizer) != finalizers.end();
 }
 
 std::optional<std::string_view> Metadata::annotation(std::string_view key) const {
@@ -216,7 +211,7 @@ std::optional<Condition> parse_condition(const kube::JsonValue& value) {
 std::vector<std::string> validate_spec(const Spec& spec) {
   std::vector<std::string> problems;
   if (spec.image.empty()) {
-    problems.push_back("spec.image is required: set an image with a tag or digest, e.g. app:1.2.3");
+    problems.emplace_back("spec.image is required: set an image with a tag or digest, e.g. app:1.2.3");
   } else if (std::string problem = image_problem(spec.image); !problem.empty()) {
     problems.push_back(std::move(problem));
   }
@@ -251,18 +246,18 @@ std::vector<std::string> validate_spec(const Spec& spec) {
 ParsedMyResource parse_myresource(const kube::JsonValue& object) {
   ParsedMyResource parsed;
   if (!object.IsObject()) {
-    parsed.problems.push_back("the object is not a JSON object");
+    parsed.problems.emplace_back("the object is not a JSON object");
     return parsed;
   }
   read_metadata(object, parsed.resource.metadata);
   if (parsed.resource.metadata.name.size() > kMaximumNameLength) {
-    parsed.problems.push_back(
+    parsed.problems.emplace_back(
         "metadata.name must be at most 63 characters: it is the value of labels on the "
         "Deployments");
   }
   const JsonValue* spec = find_member(object, "spec");
   if (spec == nullptr || !spec->IsObject()) {
-    parsed.problems.push_back("spec is required: set at least spec.image");
+    parsed.problems.emplace_back("spec is required: set at least spec.image");
   } else {
     read_spec(*spec, parsed.resource.spec, parsed.problems);
   }

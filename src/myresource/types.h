@@ -128,6 +128,6 @@ ParsedMyResource parse_myresource(const kube::JsonValue& object);
 std::vector<std::string> validate_spec(const Spec& spec);
 
 // Reads one metav1.Condition; nullopt when type or status is missing or malformed.
-std::optional<Condition> parse_condition(const kube::JsonValue& condition);
+std::optional<Condition> parse_condition(const kube::JsonValue& value);
 
 }  // namespace myop::myresource

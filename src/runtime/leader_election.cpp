@@ -1,8 +1,8 @@
 #include "runtime/leader_election.h"
 
-#include <stdexcept>
 #include <rapidjson/document.h>
 #include <unistd.h>
+#include <stdexcept>
 
 #include "base/time_format.h"
 #include "kube/resource.h"

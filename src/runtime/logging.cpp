@@ -4,6 +4,7 @@
 #include <spdlog/formatter.h>
 #include <spdlog/pattern_formatter.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -37,12 +38,12 @@ class JsonFormatter final : public spdlog::formatter {
     std::snprintf(time_text, sizeof time_text, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", utc.tm_year + 1900,
                   utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, microseconds);
 
-    std::string line = "{\"ts\":\"";
+    std::string line = R"({"ts":")";
     line += time_text;
-    line += "\",\"level\":\"";
+    line += R"(","level":")";
     const auto level = spdlog::level::to_string_view(message.level);
     line.append(level.data(), level.size());
-    line += "\",\"msg\":";
+    line += R"(","msg":)";
     line += json_quote(text);
     line += fields;
     line += "}\n";
@@ -53,10 +54,8 @@ class JsonFormatter final : public spdlog::formatter {
 
 bool needs_quotes(std::string_view value) {
   if (value.empty()) return true;
-  for (char c : value) {
-    if (c == ' ' || c == '"' || c == '=' || static_cast<unsigned char>(c) < 0x20) return true;
-  }
-  return false;
+  return std::ranges::any_of(
+      value, [](char c) { return c == ' ' || c == '"' || c == '=' || static_cast<unsigned char>(c) < 0x20; });
 }
 
 }  // namespace

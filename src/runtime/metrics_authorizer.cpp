@@ -44,7 +44,7 @@ std::string sha256_hex(std::string_view data) {
   EVP_Digest(data.data(), data.size(), digest.data(), &length, EVP_sha256(), nullptr);
   static constexpr char kHex[] = "0123456789abcdef";
   std::string hex;
-  hex.reserve(length * 2);
+  hex.reserve(std::size_t{length} * 2);
   for (unsigned int i = 0; i < length; ++i) {
     hex += kHex[digest[i] >> 4];
     hex += kHex[digest[i] & 0x0f];
@@ -163,7 +163,7 @@ kube::Result<bool> KubeAccessReviewer::review_access(const AuthenticatedUser& us
   if (!response.ok()) return std::move(response).error();
   const rapidjson::Value* status = member(*response, "status");
   const rapidjson::Value* allowed = status ? member(*status, "allowed") : nullptr;
-  return allowed && allowed->IsBool() && allowed->GetBool();
+  return allowed != nullptr && allowed->IsBool() && allowed->GetBool();
 }
 
 MetricsAuthorizer::MetricsAuthorizer(std::shared_ptr<AccessReviewer> reviewer,

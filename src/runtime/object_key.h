@@ -12,6 +12,7 @@ struct ObjectKey {
   std::string name;
 
   friend bool operator==(const ObjectKey&, const ObjectKey&) = default;
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads the comparison a defaulted <=> returns
   friend auto operator<=>(const ObjectKey&, const ObjectKey&) = default;
 
   std::string to_string() const { return namespace_name.empty() ? name : namespace_name + "/" + name; }

@@ -51,7 +51,7 @@ PrometheusWorkQueueMetrics::PrometheusWorkQueueMetrics(prometheus::Registry& reg
                           .Add(name);
 }
 
-void PrometheusWorkQueueMetrics::added(Priority) { adds_->Increment(); }
+void PrometheusWorkQueueMetrics::added(Priority /*priority*/) { adds_->Increment(); }
 void PrometheusWorkQueueMetrics::depth_changed(Priority priority, std::size_t depth) {
   depth_[priority_index(priority)]->Set(static_cast<double>(depth));
 }

@@ -1,7 +1,7 @@
 #include "runtime/signal_watcher.h"
 
 #include <pthread.h>
-#include <signal.h>
+#include <signal.h>  // NOLINT(modernize-deprecated-headers): sigset_t and pthread_sigmask are POSIX
 #include <unistd.h>
 
 #include <ctime>

@@ -101,7 +101,7 @@ CertificateDescription describe(X509* certificate) {
   if (X509_digest(certificate, EVP_sha256(), digest.data(), &length) == 1) {
     static constexpr char kHex[] = "0123456789ABCDEF";
     for (unsigned int i = 0; i < length; ++i) {
-      if (i) description.sha256_fingerprint += ':';
+      if (i != 0) description.sha256_fingerprint += ':';
       description.sha256_fingerprint += kHex[digest[i] >> 4];
       description.sha256_fingerprint += kHex[digest[i] & 0x0f];
     }
@@ -160,7 +160,7 @@ kube::Result<std::shared_ptr<boost::asio::ssl::context>> make_server_tls_context
 }
 
 kube::Result<CertificatePair> generate_self_signed_certificate(const std::vector<std::string>& names,
-                                                                std::string_view organization) {
+                                                               std::string_view organization) {
   if (names.empty()) return invalid("a self-signed certificate needs at least one name");
   ERR_clear_error();
   KeyPointer key(EVP_EC_gen("P-256"));
@@ -175,14 +175,14 @@ kube::Result<CertificatePair> generate_self_signed_certificate(const std::vector
   BIGNUM* serial = BN_bin2bn(serial_bytes.data(), static_cast<int>(serial_bytes.size()), nullptr);
   BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(certificate.get()));
   BN_free(serial);
-  X509_gmtime_adj(X509_getm_notBefore(certificate.get()), -60 * 60);  // tolerate clock skew
+  X509_gmtime_adj(X509_getm_notBefore(certificate.get()), -60L * 60);  // tolerate clock skew
   X509_gmtime_adj(X509_getm_notAfter(certificate.get()), 365L * 24 * 60 * 60);
   X509_set_pubkey(certificate.get(), key.get());
   X509_NAME* subject = X509_get_subject_name(certificate.get());
   if (!organization.empty()) {
     const std::string name(organization);
-    X509_NAME_add_entry_by_txt(subject, "O", MBSTRING_UTF8, reinterpret_cast<const unsigned char*>(name.c_str()), -1,
-                               -1, 0);
+    X509_NAME_add_entry_by_txt(subject, "O", MBSTRING_UTF8,
+                               reinterpret_cast<const unsigned char*>(name.c_str()), -1, -1, 0);
   }
   X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_UTF8,
                              reinterpret_cast<const unsigned char*>(names[0].c_str()), -1, -1, 0);

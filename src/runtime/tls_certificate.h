@@ -42,6 +42,6 @@ kube::Result<std::shared_ptr<boost::asio::ssl::context>> make_server_tls_context
 // A self-signed ECDSA P-256 certificate for `names` (DNS names or IP addresses; the first is
 // the common name), valid for one year from now, with a random serial.
 kube::Result<CertificatePair> generate_self_signed_certificate(const std::vector<std::string>& names,
-                                                                std::string_view organization = {});
+                                                               std::string_view organization = {});
 
 }  // namespace myop::runtime

@@ -24,12 +24,12 @@ class WorkQueueMetrics {
 
 class NullWorkQueueMetrics final : public WorkQueueMetrics {
  public:
-  void added(Priority) override {}
-  void depth_changed(Priority, std::size_t) override {}
-  void queued_for(Duration) override {}
-  void worked_for(Duration) override {}
+  void added(Priority /*priority*/) override {}
+  void depth_changed(Priority /*priority*/, std::size_t /*depth*/) override {}
+  void queued_for(Duration /*duration*/) override {}
+  void worked_for(Duration /*duration*/) override {}
   void retried() override {}
-  void in_flight(Duration, Duration) override {}
+  void in_flight(Duration /*unfinished_total*/, Duration /*longest_running*/) override {}
 };
 
 }  // namespace myop::runtime

@@ -4,8 +4,8 @@
 #include <map>
 
 #include "fixtures.h"
-#include "support/fake_clock.h"
 #include "myresource/desired.h"
+#include "support/fake_clock.h"
 
 using namespace myop::myresource;
 using namespace myop::myresource::testing;
@@ -218,7 +218,7 @@ TEST_CASE("create: finalizer, hardened Deployment, status, then zero writes", "[
   CHECK(fixture.condition("Ready").status == ConditionStatus::True);
   CHECK(fixture.resource().status.replica_summary == "2/2");
   CHECK(fixture.cluster->writes() == writes + 1);  // the status, once
-  fixture.clock->advance(hours(10));                        // a resync much later
+  fixture.clock->advance(hours(10));               // a resync much later
   fixture.reconcile();
   CHECK(fixture.cluster->writes() == writes + 1);
 }

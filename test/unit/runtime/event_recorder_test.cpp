@@ -62,7 +62,9 @@ struct Fixture {
     result.clock = clock;
     return result;
   }
-  std::shared_ptr<kube::Client> client() { return std::make_shared<kube::Client>(transport, "event-recorder-test"); }
+  std::shared_ptr<kube::Client> client() {
+    return std::make_shared<kube::Client>(transport, "event-recorder-test");
+  }
 };
 
 }  // namespace

@@ -32,7 +32,8 @@ TEST_CASE("label, annotation and resourceVersion predicates", "[runtime][predica
   CHECK_FALSE(all_of({generation_changed, labels_changed})({EventType::updated, labelled, plain}));
 }
 
-TEST_CASE("primary events map to the object at the priorities of docs/design.md", "[runtime][event_handler]") {
+TEST_CASE("primary events map to the object at the priorities of docs/design.md",
+          "[runtime][event_handler]") {
   auto mapper = enqueue_object();
   auto object = make_named("tenant", "x");
   CHECK(mapper({EventType::updated, object, object}) ==
