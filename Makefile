@@ -99,16 +99,8 @@ fmt:
 	hack/check-format --fix
 
 # clang-tidy 14 with .clang-tidy over src/, from the build's compile_commands.json; any finding fails.
-# TEMPORARY: LINT_EXCLUDE holds the files rewritten or added by the other issue-14 work (the lead
-# fixes their findings after merging); then the list goes. `make lint LINT_EXCLUDE=` lints all.
-LINT_EXCLUDE ?= src/main.cpp $(wildcard src/app/* src/base/*) \
-  $(wildcard $(foreach stem,watch transport retry_policy,src/kube/$(stem).*)) \
-  $(wildcard $(foreach stem,informer informer_set informer_registry manager controller event_handler predicate \
-      runnable clock workqueue leader_election event_recorder builder finalizer selector writer,src/runtime/$(stem).*)) \
-  $(wildcard $(foreach stem,kube_cluster reconciler orphans orphan_sweeper feature_flags metrics \
-      myresource_controller preflight,src/myresource/$(stem).*))
 lint: configure
-	hack/lint --build-dir $(BUILD_DIR) --jobs $(JOBS) $(addprefix --exclude ,$(LINT_EXCLUDE))
+	hack/lint --build-dir $(BUILD_DIR) --jobs $(JOBS)
 
 # The unit tests built and run under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/) and
 # ThreadSanitizer (build-tsan/); any report fails. See hack/sanitize.

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <exception>
 #include <stop_token>
 #include <variant>
 
@@ -13,7 +14,9 @@
 #include "runtime/signal_watcher.h"
 #include "version.h"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
   auto parsed = myop::app::parse_options(argc, argv);
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const myop::app::Options& options = std::get<myop::app::Options>(parsed);
@@ -43,4 +46,19 @@ int main(int argc, char** argv) {
   const int exit_code = manager.value()->run(stop.get_token());
   spdlog::info("my-operator stopped (exit code {})", exit_code);
   return exit_code;
+}
+
+}  // namespace
+
+// A failure no layer handled (a configuration error thrown while wiring, memory exhausted) ends the
+// process with its message and exit code 1, never with std::terminate's abort.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& failure) {
+    spdlog::critical("my-operator: {}", failure.what());
+  } catch (...) {
+    spdlog::critical("my-operator: unknown exception");
+  }
+  return EXIT_FAILURE;
 }

@@ -23,7 +23,7 @@ namespace {
 // The operator's own namespace: POD_NAMESPACE (downward API), else the kubeconfig context's or the
 // in-cluster service account's namespace.
 std::string own_namespace(const kube::ClientConfig& config) {
-  if (const char* pod_namespace = std::getenv("POD_NAMESPACE"); pod_namespace && *pod_namespace)
+  if (const char* pod_namespace = std::getenv("POD_NAMESPACE"); pod_namespace && *pod_namespace != '\0')
     return pod_namespace;
   return config.namespace_name.empty() ? "default" : config.namespace_name;
 }
@@ -67,7 +67,8 @@ kube::Result<std::shared_ptr<runtime::MetricsAuthorizer>> metrics_authorizer(
 void tune_process(const Options& options) {
   // glibc gives busy threads arenas of their own (up to 8 per core); the HTTP client's pool threads
   // spread small, long-lived cache objects over many of them. MALLOC_ARENA_MAX in the environment wins.
-  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);
+  // Called before any thread starts, so glibc's "MT-Unsafe" mallopt is safe here.
+  if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);  // NOLINT(concurrency-mt-unsafe)
   // Each open watch holds a pool thread while it streams: room for every informer plus the requests.
   crossplat::threadpool::initialize_with_threads(
       std::max<std::size_t>(40, 16 + 4 * std::max<std::size_t>(options.namespaces.size(), 1)));

@@ -25,7 +25,7 @@ std::chrono::seconds parse_duration(const std::string& text) {
   if (text.empty()) throw std::invalid_argument("empty duration");
   while (position < text.size()) {
     std::size_t digits = position;
-    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+    while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])) != 0) ++digits;
     if (digits == position || digits == text.size())
       throw std::invalid_argument("'" + text + "' is not a duration such as 10h, 30m or 1h30m");
     const long value = std::stol(text.substr(position, digits - position));

@@ -27,8 +27,8 @@ BackoffSchedule::BackoffSchedule(BackoffSettings settings) : settings_(settings)
 
 Duration BackoffSchedule::ceiling(int failures) const {
   if (settings_.initial == Duration::zero()) return Duration::zero();
-  const double initial = static_cast<double>(settings_.initial.count());
-  const double maximum = static_cast<double>(settings_.maximum.count());
+  const auto initial = static_cast<double>(settings_.initial.count());
+  const auto maximum = static_cast<double>(settings_.maximum.count());
   // pow overflows to inf for large counts, which is past the maximum too.
   const double grown = initial * std::pow(settings_.multiplier, std::max(failures, 0));
   if (grown >= maximum) return settings_.maximum;

@@ -50,7 +50,12 @@ std::string format_micro_time(WallTime time) { return format_utc(time, true); }
 
 std::optional<WallTime> parse_rfc3339(std::string_view text) {
   std::size_t position = 0;
-  int year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0;
+  int year = 0;
+  int month = 0;
+  int day = 0;
+  int hour = 0;
+  int minute = 0;
+  int second = 0;
   if (!read_digits(text, position, 4, year) || !expect(text, position, '-') ||
       !read_digits(text, position, 2, month) || !expect(text, position, '-') ||
       !read_digits(text, position, 2, day)) {
@@ -82,7 +87,8 @@ std::optional<WallTime> parse_rfc3339(std::string_view text) {
   } else if (position < text.size() && (text[position] == '+' || text[position] == '-')) {
     int sign = text[position] == '-' ? -1 : 1;
     ++position;
-    int offset_hours = 0, offset_minutes = 0;
+    int offset_hours = 0;
+    int offset_minutes = 0;
     if (!read_digits(text, position, 2, offset_hours) || !expect(text, position, ':') ||
         !read_digits(text, position, 2, offset_minutes)) {
       return std::nullopt;

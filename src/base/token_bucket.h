@@ -17,7 +17,7 @@ class TokenBucket {
  public:
   // qps <= 0 means "no limit". The bucket starts full at the clock's now().
   TokenBucket(double qps, int burst, std::shared_ptr<const Clock> clock = system_clock())
-      : clock_(clock ? std::move(clock) : system_clock()),
+      : clock_(clock != nullptr ? std::move(clock) : std::shared_ptr<const Clock>(system_clock())),
         qps_(qps),
         burst_(std::max(1, burst)),
         tokens_(static_cast<double>(std::max(1, burst))),

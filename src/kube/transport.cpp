@@ -225,13 +225,13 @@ class HttpsTransport final : public Transport {
                                                ") to send " + request.path + " before its deadline");
       }
       const auto started = clock_->now();
-      auto answer = execute(clients->requests, std::move(message), stop, deadline, timeout);
+      auto answer = execute(clients->requests, message, stop, deadline, timeout);
       slot.reset();
       observe(request.method, answer, started);
 
       Error failure;
       if (!answer) {
-        failure = std::move(answer).error();
+        failure = answer.error();
       } else if (answer->status == 401 && !retried_unauthorized) {
         // A rotated token file or an expired exec credential: fetch a fresh one and try once more.
         credentials_->unauthorized(credential);
@@ -270,7 +270,7 @@ class HttpsTransport final : public Transport {
       const auto started = clock_->now();
       pplx::cancellation_token_source cancellation;
       auto headers = std::make_shared<Pending<http_response>>();
-      clients->streams->request(std::move(message), cancellation.get_token())
+      clients->streams->request(message, cancellation.get_token())
           .then([headers](pplx::task<http_response> task) {
             try {
               headers->finish(task.get(), nullptr);
@@ -417,16 +417,16 @@ class HttpsTransport final : public Transport {
       message.set_body(std::string(request.body), content_type);
       headers.set_content_type(content_type);
     }
-    return Prepared{std::move(message), std::move(credential).value(), std::move(clients).value()};
+    return Prepared{message, std::move(credential).value(), std::move(clients).value()};
   }
 
-  Result<HttpAnswer> execute(const std::shared_ptr<http_client>& client, http_request message,
+  Result<HttpAnswer> execute(const std::shared_ptr<http_client>& client, const http_request& message,
                              const std::stop_token& stop, TimePoint deadline,
                              std::chrono::milliseconds timeout) {
     pplx::cancellation_token_source cancellation;
     auto pending = std::make_shared<Pending<HttpAnswer>>();
     auto answer = std::make_shared<HttpAnswer>();
-    client->request(std::move(message), cancellation.get_token())
+    client->request(message, cancellation.get_token())
         .then([answer](http_response response) {
           answer->status = response.status_code();
           answer->content_type = response.headers().content_type();

@@ -76,7 +76,7 @@ Watcher::Watcher(std::shared_ptr<WatchSource> source, WatcherOptions options)
     : source_(std::move(source)),
       options_(std::move(options)),
       backoff_(options_.backoff, options_.random_seed.value_or(std::random_device{}())),
-      random_(options_.random_seed.value_or(std::random_device{}()) ^ 0x5bd1e995u) {
+      random_(options_.random_seed.value_or(std::random_device{}()) ^ 0x5bd1e995U) {
   if (!options_.clock) options_.clock = base::system_clock();
   if (options_.initial_list_mode == InitialListMode::PaginatedList) watch_list_supported_ = false;
   if (options_.page_size < 1) options_.page_size = 500;
@@ -271,8 +271,7 @@ Watcher::StepOutcome Watcher::stream(bool initial, const WatcherEventHandler& on
 
   auto result = source_->watch(watch_options, on_chunk, stop);
   if (handler_failure_) return {};
-  if (!stream_error && !result.ok() && !is_cancelled(result.error()))
-    stream_error = std::move(result).error();
+  if (!stream_error && !result.ok() && !is_cancelled(result.error())) stream_error = result.error();
   if (!stream_error && result.ok() && !initial_done) {
     stream_error = make_error(Reason::Unknown, "the stream ended before the initial-events-end bookmark");
   }

@@ -1,5 +1,6 @@
 #include "myresource/reconciler.h"
 
+#include <algorithm>
 #include <optional>
 #include <string>
 #include <vector>
@@ -31,10 +32,9 @@ bool controlled_by(const kube::Object& child, const MyResource& resource) {
 // May we adopt it? Our exact labels and no controller at all.
 bool adoptable(const kube::Object& child, const MyResource& resource, Track track) {
   if (child.view().controller_owner()) return false;
-  for (const auto& [key, value] : child_labels(resource.metadata.name, track)) {
-    if (child.view().label(key) != value) return false;
-  }
-  return true;
+  return std::ranges::all_of(child_labels(resource.metadata.name, track), [&](const auto& label) {
+    return child.view().label(label.first) == label.second;
+  });
 }
 
 // Events for changes of the Ready, Progressing and Degraded conditions (Canary has its own, from

@@ -1,5 +1,6 @@
 #include "runtime/controller.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <random>
@@ -63,10 +64,7 @@ void Controller::watch_owned(EventSource& source, std::string owner_group, std::
 }
 
 bool Controller::sources_synced() const {
-  for (const auto* source : sources_) {
-    if (!source->has_synced()) return false;
-  }
-  return true;
+  return std::ranges::all_of(sources_, [](const auto* source) { return source->has_synced(); });
 }
 
 void Controller::on_event(const EventMapper& mapper, const std::vector<Predicate>& predicates,

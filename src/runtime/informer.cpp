@@ -74,7 +74,7 @@ ObjectPointer Informer::prepare(kube::Object object) const {
   return std::make_shared<const kube::Object>(object.deep_copy());
 }
 
-void Informer::emit_locked(ObjectEvent event) {
+void Informer::emit_locked(const ObjectEvent& event) {
   for (auto& handler : handlers_) handler(event);
 }
 
@@ -114,7 +114,7 @@ void Informer::handle(kube::WatcherEvent event) {
       ObjectEvent change(previous ? EventType::updated : EventType::added, object, previous);
       change.initial_list = !synced_;
       change.seen = now;
-      emit_locked(std::move(change));
+      emit_locked(change);
       return;
     }
     case kube::WatcherEventType::InitDone: {
@@ -125,7 +125,7 @@ void Informer::handle(kube::WatcherEvent event) {
         if (!removed) continue;
         ObjectEvent deleted(EventType::deleted, removed);
         deleted.seen = now;
-        emit_locked(std::move(deleted));
+        emit_locked(deleted);
       }
       initial_state_open_ = false;
       if (!synced_) {
@@ -154,7 +154,7 @@ void Informer::handle(kube::WatcherEvent event) {
       }
       ObjectEvent change(previous ? EventType::updated : EventType::added, object, previous);
       change.seen = now;
-      emit_locked(std::move(change));
+      emit_locked(change);
       return;
     }
     case kube::WatcherEventType::Delete: {
@@ -165,7 +165,7 @@ void Informer::handle(kube::WatcherEvent event) {
       cache_.erase(key);
       ObjectEvent deleted(EventType::deleted, object);
       deleted.seen = now;
-      emit_locked(std::move(deleted));
+      emit_locked(deleted);
       return;
     }
     case kube::WatcherEventType::Bookmark:
@@ -228,7 +228,7 @@ void Informer::resync() {
   for (const auto& object : cache_.list()) {
     ObjectEvent event(EventType::resync, object);
     event.seen = now;
-    emit_locked(std::move(event));
+    emit_locked(event);
   }
 }
 

@@ -101,7 +101,7 @@ class Informer final : public Runnable, public EventSource {
   };
 
   ObjectPointer prepare(kube::Object object) const;
-  void emit_locked(ObjectEvent event);
+  void emit_locked(const ObjectEvent& event);
   void prune_locked(TimePoint now);
   void run_watch(std::stop_token stop);
   void run_resync(std::stop_token stop);

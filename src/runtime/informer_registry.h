@@ -44,7 +44,7 @@ class InformerRegistry final : public Runnable {
   ~InformerRegistry() override;
 
   // The shared informer set caching `type` within `scope`; made on the first request.
-  std::shared_ptr<InformerSet> informer(const kube::ResourceType& type, const InformerScope& scope);
+  std::shared_ptr<InformerSet> informer(const kube::ResourceType& type, const InformerScope& requested);
 
   // Every informer set that caches objects of `type` in `namespace_name` (the cached writer feeds
   // each of them what it wrote).

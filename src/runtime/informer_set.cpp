@@ -7,7 +7,7 @@
 
 namespace myop::runtime {
 
-InformerSet::InformerSet(std::shared_ptr<kube::Client> client, kube::ResourceType type,
+InformerSet::InformerSet(const std::shared_ptr<kube::Client>& client, const kube::ResourceType& type,
                          std::vector<std::string> namespaces, InformerOptions options)
     : name_(options.name), all_namespaces_(namespaces.empty()), namespaces_(std::move(namespaces)) {
   if (all_namespaces_) {

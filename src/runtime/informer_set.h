@@ -20,7 +20,7 @@ namespace myop::runtime {
 class InformerSet final : public Runnable, public EventSource {
  public:
   // `namespaces` empty: all namespaces. options.name and options.namespace_name are set per informer.
-  InformerSet(std::shared_ptr<kube::Client> client, kube::ResourceType type,
+  InformerSet(const std::shared_ptr<kube::Client>& client, const kube::ResourceType& type,
               std::vector<std::string> namespaces, InformerOptions options);
 
   std::string name() const override { return name_; }

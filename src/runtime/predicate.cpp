@@ -1,5 +1,7 @@
 #include "runtime/predicate.h"
 
+#include <algorithm>
+
 namespace myop::runtime {
 
 namespace {
@@ -48,10 +50,7 @@ Predicate all_of(std::vector<Predicate> predicates) {
 }
 
 bool passes_all(const std::vector<Predicate>& predicates, const ObjectEvent& event) {
-  for (const auto& predicate : predicates) {
-    if (!predicate(event)) return false;
-  }
-  return true;
+  return std::ranges::all_of(predicates, [&](const Predicate& predicate) { return predicate(event); });
 }
 
 }  // namespace myop::runtime

@@ -4,6 +4,16 @@
 #include <cassert>
 
 namespace myop::runtime {
+namespace {
+
+// The order get() serves the levels in (std::views::reverse does not compile under clang-tidy 14's
+// clang with libstdc++ 12).
+constexpr std::array<Priority, kAllPriorities.size()> kPrioritiesHighestFirst{
+    Priority::high, Priority::normal, Priority::low};
+static_assert(kPrioritiesHighestFirst.front() == kAllPriorities.back() &&
+              kPrioritiesHighestFirst.back() == kAllPriorities.front());
+
+}  // namespace
 
 WorkQueue::WorkQueue(WorkQueueOptions options) : options_(std::move(options)), backoff_(options_.backoff) {
   if (!options_.clock) options_.clock = base::system_clock();
@@ -242,8 +252,8 @@ std::optional<WorkItem> WorkQueue::take_locked(TimePoint now) {
       return std::nullopt;
     }
   }
-  for (auto priority = kAllPriorities.rbegin(); priority != kAllPriorities.rend(); ++priority) {
-    Level& level = levels_[priority_index(*priority)];
+  for (const Priority priority : kPrioritiesHighestFirst) {
+    Level& level = levels_[priority_index(priority)];
     if (level.size == 0) continue;
     // The tenant at the front of the turn order gives its oldest key, then goes to the back.
     const std::string tenant = level.turns.front();

@@ -155,7 +155,7 @@ class WorkQueue {
   std::optional<WorkItem> take_locked(TimePoint now);
   void place_locked(Entry& entry, TimePoint now);
   void detach_locked(Entry& entry);
-  void insert_ready_locked(Entry& entry, Priority level, TimePoint now, bool at_front);
+  void insert_ready_locked(Entry& entry, Priority priority, TimePoint now, bool at_front);
   void remove_ready_locked(Entry& entry);
   void advance_time_locked(TimePoint now);
   std::optional<TimePoint> next_wakeup_locked(TimePoint now);

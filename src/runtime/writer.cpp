@@ -30,7 +30,7 @@ std::vector<Writer::Snapshot> Writer::snapshot(const kube::ResourceType& type, c
   return snapshots;
 }
 
-ObjectPointer Writer::store(const std::vector<Snapshot>& snapshots, const rapidjson::Document& answer) const {
+ObjectPointer Writer::store(const std::vector<Snapshot>& snapshots, const rapidjson::Document& answer) {
   ObjectPointer stored;
   for (const Snapshot& snapshot : snapshots) {
     ObjectPointer taken = snapshot.informers->store_written(answer, snapshot.resource_version);
@@ -121,7 +121,7 @@ kube::Result<ObjectPointer> Writer::remove(const kube::ResourceType& type, const
   const kube::JsonValue* grace = returned.find({"metadata", "deletionGracePeriodSeconds"});
   const bool still_there =
       returned.kind() != "Status" && returned.is_being_deleted() &&
-      (!returned.finalizers().empty() || (grace && grace->IsInt64() && grace->GetInt64() > 0));
+      (!returned.finalizers().empty() || (grace != nullptr && grace->IsInt64() && grace->GetInt64() > 0));
   if (!still_there) {
     for (const Snapshot& snapshot : snapshots)
       snapshot.informers->store_deleted(key, snapshot.resource_version);

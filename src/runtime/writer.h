@@ -68,7 +68,7 @@ class Writer {
     std::string resource_version;
   };
   std::vector<Snapshot> snapshot(const kube::ResourceType& type, const ObjectKey& key) const;
-  ObjectPointer store(const std::vector<Snapshot>& snapshots, const rapidjson::Document& answer) const;
+  static ObjectPointer store(const std::vector<Snapshot>& snapshots, const rapidjson::Document& answer);
 
   std::shared_ptr<kube::Client> client_;
   std::shared_ptr<InformerRegistry> informers_;
