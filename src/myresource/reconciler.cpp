@@ -164,7 +164,9 @@ class Pass {
       return failure.result();
     }
     if (status_failure) return status_failure->result();
-    return ReconcileResult::requeue_after(options_.deletion_poll);
+    // No polling: the children are watched (owns), so their deletion events, at high priority, bring
+    // the next pass, which finds them gone and lets the finalizer go.
+    return ReconcileResult::waiting();
   }
 
  private:

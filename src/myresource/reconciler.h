@@ -36,8 +36,6 @@ namespace myop::myresource {
 struct ReconcilerOptions {
   // Wall time for condition times and canary deadlines; tests pass a fake clock.
   std::shared_ptr<const base::Clock> clock = base::system_clock();
-  // How soon to look again while waiting for children to disappear during deletion.
-  runtime::Duration deletion_poll = std::chrono::seconds(2);
   // Longest time a status write waits for the Deployment controller to observe the stable
   // Deployment's new spec; after it, the status is written from what the Deployment says.
   runtime::Duration stale_deployment_wait = std::chrono::seconds(10);

@@ -180,6 +180,7 @@ void Controller::process(const WorkItem& item) {
   bool handled_event = false;
   switch (result.kind()) {
     case ReconcileResult::Kind::done:
+    case ReconcileResult::Kind::waiting:  // as controller-runtime's empty Result: the watch brings more
       result_label = "success";
       completion = Completion::success();
       handled_event = true;

@@ -30,6 +30,9 @@ class ReconcileResult {
  public:
   enum class Kind {
     done,            // converged; backoff resets
+    waiting,         // not converged, but an event of a watched object brings the next reconcile (a
+                     // child being deleted, say): nothing is requeued, backoff resets. Unlike done,
+                     // it does not end a finalizer's cleanup.
     requeue,         // not converged, try again soon (counts toward backoff, like a failure)
     requeue_after,   // check again after `delay` (backoff resets)
     error,           // failed; retried with per-key exponential backoff
@@ -37,6 +40,7 @@ class ReconcileResult {
   };
 
   static ReconcileResult done() { return ReconcileResult(Kind::done); }
+  static ReconcileResult waiting() { return ReconcileResult(Kind::waiting); }
   static ReconcileResult requeue(std::optional<Priority> priority = std::nullopt) {
     ReconcileResult result(Kind::requeue);
     result.priority_ = priority;

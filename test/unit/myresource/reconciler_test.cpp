@@ -156,7 +156,7 @@ struct Fixture {
   std::shared_ptr<FakeCluster> cluster = std::make_shared<FakeCluster>();
   std::shared_ptr<myop::testing::FakeClock> clock =
       std::make_shared<myop::testing::FakeClock>(myop::base::TimePoint{} + hours(1), kNow);
-  MyResourceReconciler reconciler{cluster, ReconcilerOptions{clock, seconds(1)}};
+  MyResourceReconciler reconciler{cluster, ReconcilerOptions{.clock = clock}};
 
   explicit Fixture(const std::string& spec = R"({"image":"reg:5000/app:1.0","replicas":2,"port":8080})",
                    const std::string& annotations = "{}") {
@@ -287,7 +287,7 @@ TEST_CASE("deletion removes children, waits, then drops the finalizer", "[myreso
   fixture.cluster->fail_deletes.reset();
   ReconcileResult deleting = fixture.reconcile();
   CHECK(fixture.cluster->deployments.empty());
-  CHECK(deleting.kind() == ReconcileResult::Kind::requeue_after);  // deleted, not yet seen gone
+  CHECK(deleting.kind() == ReconcileResult::Kind::waiting);  // deleted, not yet seen gone: the event will say
   CHECK(fixture.resource().metadata.has_finalizer(kFinalizer));
   ReconcileResult deleted = fixture.reconcile();
   CHECK(deleted.kind() == ReconcileResult::Kind::done);

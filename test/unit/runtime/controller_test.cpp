@@ -201,6 +201,25 @@ TEST_CASE("a terminal error is not retried", "[runtime][controller]") {
   CHECK(fixture.metric("controller_runtime_terminal_reconcile_errors_total") == 1);
 }
 
+TEST_CASE("waiting is not requeued, counts as a success, and the next event reconciles again",
+          "[runtime][controller]") {
+  Fixture fixture;
+  fixture.reconciler->behaviour = [](const ReconcileRequest&) { return ReconcileResult::waiting(); };
+  Controller controller(fixture.options(1), fixture.reconciler);
+  controller.start();
+  controller.enqueue({"a", "x"});
+  REQUIRE(fixture.reconciler->wait([&] { return fixture.reconciler->finished_ == 1; }));
+  while (controller.queue().is_in_flight({"a", "x"})) std::this_thread::yield();
+  fixture.clock->advance(1h);  // past any backoff or requeue delay: nothing comes back by itself
+  CHECK_FALSE(controller.queue().is_waiting({"a", "x"}));
+  CHECK(fixture.reconciler->finished() == 1);
+  controller.enqueue({"a", "x"});  // the child's event
+  REQUIRE(fixture.reconciler->wait([&] { return fixture.reconciler->finished_ == 2; }));
+  controller.stop();
+  CHECK(fixture.metric("controller_runtime_reconcile_total", {{"result", "success"}}) == 2);
+  CHECK(fixture.metric("controller_runtime_reconcile_errors_total") == 0);
+}
+
 TEST_CASE("requeue_after brings the key back at its time and priority", "[runtime][controller]") {
   Fixture fixture;
   std::atomic<int> calls{0};

@@ -95,13 +95,19 @@ TEST_CASE("deletion: cleanup until done, then the finalizer goes, never added wh
   };
   steps.cleanup = [&](const ObjectPointer&, DependentsPolicy policy) {
     seen = policy;
-    return ++cleanups < 2 ? ReconcileResult::requeue_after(std::chrono::seconds(1)) : ReconcileResult::done();
+    ++cleanups;
+    if (cleanups == 1) return ReconcileResult::requeue_after(std::chrono::seconds(1));
+    return cleanups == 2 ? ReconcileResult::waiting() : ReconcileResult::done();
   };
   const auto deleting = object_with(R"("example.com/cleanup","other")", true);
-  auto waiting = reconcile_with_finalizer(deleting, kFinalizer, recorder.set_finalizers(), steps);
-  CHECK(waiting.kind() == ReconcileResult::Kind::requeue_after);
+  auto later = reconcile_with_finalizer(deleting, kFinalizer, recorder.set_finalizers(), steps);
+  CHECK(later.kind() == ReconcileResult::Kind::requeue_after);
   CHECK(recorder.writes.empty());
   CHECK(seen == DependentsPolicy::remove);
+  // Waiting for a child's deletion event is not done: the finalizer stays.
+  auto waiting = reconcile_with_finalizer(deleting, kFinalizer, recorder.set_finalizers(), steps);
+  CHECK(waiting.kind() == ReconcileResult::Kind::waiting);
+  CHECK(recorder.writes.empty());
   auto done = reconcile_with_finalizer(deleting, kFinalizer, recorder.set_finalizers(), steps);
   CHECK(done.kind() == ReconcileResult::Kind::done);
   REQUIRE(recorder.writes.size() == 1);
