@@ -48,6 +48,15 @@ EventRecorder::EventRecorder(std::shared_ptr<kube::Client> client, EventRecorder
   }
   if (!options_.clock) options_.clock = base::system_clock();
   if (options_.reporting_instance.empty()) options_.reporting_instance = host_name();
+  if (options_.registry) {
+    auto& family = prometheus::BuildCounter()
+                       .Name("event_recorder_dropped_total")
+                       .Help("Kubernetes Events not posted, by reason: the rate limit or a full queue")
+                       .Register(*options_.registry);
+    dropped_by_rate_limit_ = &family.Add({{"reason", "rate_limit"}});
+    dropped_by_full_queue_ = &family.Add({{"reason", "queue_full"}});
+  }
+  last_drop_report_ = options_.clock->now() - options_.drop_report_interval;
   thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }
 
@@ -55,6 +64,30 @@ EventRecorder::~EventRecorder() {
   thread_.request_stop();
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
+  report_drops(options_.clock->now(), true);
+}
+
+void EventRecorder::count_drop_locked(DropReason reason) {
+  ++dropped_;
+  prometheus::Counter* counter =
+      reason == DropReason::rate_limit ? dropped_by_rate_limit_ : dropped_by_full_queue_;
+  if (counter != nullptr) counter->Increment();
+}
+
+void EventRecorder::report_drops(TimePoint now, bool force) {
+  std::size_t dropped = 0;
+  std::size_t since_last_report = 0;
+  {
+    std::lock_guard lock(mutex_);
+    if (dropped_ == reported_dropped_) return;
+    if (!force && now - last_drop_report_ < options_.drop_report_interval) return;
+    dropped = dropped_;
+    since_last_report = dropped_ - reported_dropped_;
+    reported_dropped_ = dropped_;
+    last_drop_report_ = now;
+  }
+  log(spdlog::level::warn, "Events dropped by the rate limit or a full queue",
+      {{"dropped", std::to_string(since_last_report)}, {"droppedTotal", std::to_string(dropped)}});
 }
 
 void EventRecorder::record(const EventSubject& regarding, EventSeverity severity, std::string reason,
@@ -62,7 +95,7 @@ void EventRecorder::record(const EventSubject& regarding, EventSeverity severity
   if (note.size() > kMaximumNoteBytes) note.resize(kMaximumNoteBytes);
   std::lock_guard lock(mutex_);
   if (queue_.size() >= options_.max_queued) {
-    ++dropped_;
+    count_drop_locked(DropReason::queue_full);
     return;
   }
   queue_.push_back({regarding, severity, std::move(reason), std::move(action), std::move(note),
@@ -106,7 +139,7 @@ void EventRecorder::post(const Pending& pending) {
   }
   if (!take_token()) {
     std::lock_guard lock(mutex_);
-    ++dropped_;
+    count_drop_locked(DropReason::rate_limit);
     return;
   }
   const auto since_epoch =
@@ -231,15 +264,19 @@ void EventRecorder::flush() {
   std::lock_guard work(work_mutex_);
   while (auto pending = take_queued()) post(*pending);
   flush_series(true);
+  report_drops(options_.clock->now(), true);
 }
 
 void EventRecorder::run(std::stop_token stop) {
-  std::size_t reported_dropped = 0;
   while (!stop.stop_requested()) {
     {
       std::unique_lock lock(mutex_);
-      const TimePoint next_flush = next_series_flush_locked(options_.clock->now());
-      options_.clock->wait_until(wake_, lock, stop, next_flush, [&] { return !queue_.empty(); });
+      const TimePoint now = options_.clock->now();
+      TimePoint wake_at = next_series_flush_locked(now);
+      // Unreported drops: wake for their summary too.
+      if (dropped_ != reported_dropped_)
+        wake_at = std::min(wake_at, last_drop_report_ + options_.drop_report_interval);
+      options_.clock->wait_until(wake_, lock, stop, wake_at, [&] { return !queue_.empty(); });
     }
     if (stop.stop_requested()) break;
     std::lock_guard work(work_mutex_);
@@ -249,16 +286,7 @@ void EventRecorder::run(std::stop_token stop) {
       post(*pending);
     }
     flush_series(false);
-    std::size_t dropped;
-    {
-      std::lock_guard lock(mutex_);
-      dropped = dropped_;
-    }
-    if (dropped > reported_dropped) {
-      log(spdlog::level::warn, "Events dropped by the rate limit or a full queue",
-          {{"dropped", std::to_string(dropped - reported_dropped)}});
-      reported_dropped = dropped;
-    }
+    report_drops(options_.clock->now(), false);
   }
 }
 

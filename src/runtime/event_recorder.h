@@ -8,7 +8,12 @@
 //   patched at most once per `series_flush_interval` per series. The posting thread sleeps until
 //   an event is recorded or the next series update is due.
 // - Creates and patches share a token bucket (burst 25, then `qps`), so an event storm cannot
-//   flood the API server; what does not fit is dropped and counted in the log.
+//   flood the API server; what does not fit is dropped, counted in event_recorder_dropped_total
+//   {reason="rate_limit"|"queue_full"} and summarised in at most one log line per
+//   `drop_report_interval` (a storm of thousands of drops is one warning, not thousands).
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
+
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -38,6 +43,10 @@ struct EventRecorderOptions {
   double qps = 1.0 / 5;
   int burst = 25;
   std::size_t max_queued = 1000;
+  // Drops are summarised in one log line at most this often.
+  Duration drop_report_interval = std::chrono::minutes(1);
+  // Where event_recorder_dropped_total is registered; none: the drops are only logged.
+  std::shared_ptr<prometheus::Registry> registry;
   // Event times (wall_now), series windows, flushes and the rate limit run on it.
   std::shared_ptr<const base::Clock> clock = base::system_clock();
 };
@@ -95,17 +104,25 @@ class EventRecorder {
   // When the next series update is due (not before a token is free); max() when none is pending.
   TimePoint next_series_flush_locked(TimePoint now);
   bool take_token();
+  enum class DropReason { rate_limit, queue_full };
+  void count_drop_locked(DropReason reason);
+  // The drop summary, when there are unreported drops and the last one is drop_report_interval old.
+  void report_drops(TimePoint now, bool force);
   static std::string series_key(const Pending& pending);
 
   std::shared_ptr<kube::Client> client_;
   EventRecorderOptions options_;
   base::TokenBucket bucket_;
-  std::mutex mutex_;       // queue_, series_, dropped_
+  prometheus::Counter* dropped_by_rate_limit_ = nullptr;
+  prometheus::Counter* dropped_by_full_queue_ = nullptr;
+  std::mutex mutex_;       // queue_, series_, dropped_, reported_dropped_, last_drop_report_
   std::mutex work_mutex_;  // one poster at a time (the thread or flush())
   std::condition_variable_any wake_;
   std::deque<Pending> queue_;
   std::map<std::string, Series> series_;
   std::size_t dropped_ = 0;
+  std::size_t reported_dropped_ = 0;
+  TimePoint last_drop_report_{};
   std::jthread thread_;
 };
 

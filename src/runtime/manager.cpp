@@ -78,7 +78,11 @@ Writer& Manager::writer() {
 std::shared_ptr<EventRecorder> Manager::event_recorder() {
   if (!options_.client) throw std::logic_error("Manager::event_recorder() needs ManagerOptions::client");
   std::lock_guard lock(recorder_mutex_);
-  if (!recorder_) recorder_ = std::make_shared<EventRecorder>(options_.client, options_.events);
+  if (!recorder_) {
+    EventRecorderOptions events = options_.events;
+    if (!events.registry) events.registry = options_.registry;
+    recorder_ = std::make_shared<EventRecorder>(options_.client, std::move(events));
+  }
   return recorder_;
 }
 void Manager::add_controller(std::shared_ptr<Controller> controller) {

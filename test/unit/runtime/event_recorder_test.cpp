@@ -2,13 +2,19 @@
 // real server is in test/integration/runtime/event_recorder_test.cpp).
 #include "runtime/event_recorder.h"
 
+#include <spdlog/sinks/ostream_sink.h>
 #include <catch2/catch.hpp>
 
 #include <condition_variable>
 #include <mutex>
+#include <regex>
+#include <sstream>
+#include <thread>
 #include <vector>
 
 #include "base/time_format.h"
+#include "metrics_reader.h"
+#include "runtime/logging.h"
 #include "support/fake_clock.h"
 
 using namespace std::chrono_literals;
@@ -124,4 +130,102 @@ TEST_CASE("events beyond the burst are dropped until the clock refills the bucke
   auto requests = fixture.transport->requests();
   REQUIRE(requests.size() == 2);
   CHECK_THAT(requests[1].body, Catch::Contains("\"note\":\"third\""));
+}
+
+namespace {
+
+// The log lines written while it lives (the default logger is swapped, then restored).
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>(
+        "capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(output_)));
+    configure_logging(LogFormat::text, spdlog::level::info);
+  }
+  ~LogCapture() {
+    spdlog::set_default_logger(previous_);
+    configure_logging(LogFormat::text, spdlog::level::info);
+  }
+  LogCapture(const LogCapture&) = delete;
+  LogCapture& operator=(const LogCapture&) = delete;
+
+  // The `dropped` field of every drop summary so far.
+  std::vector<int> drop_summaries() {
+    spdlog::default_logger()->flush();
+    std::vector<int> counts;
+    const std::string text = output_.str();
+    static const std::regex summary(R"(Events dropped by the rate limit or a full queue dropped=(\d+))");
+    for (auto match = std::sregex_iterator(text.begin(), text.end(), summary);
+         match != std::sregex_iterator(); ++match)
+      counts.push_back(std::stoi((*match)[1]));
+    return counts;
+  }
+
+ private:
+  std::ostringstream output_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+// Waits (bounded, only to turn a hang into a failure) until `condition` holds.
+bool eventually(const std::function<bool()>& condition) {
+  for (int i = 0; i < 1000; ++i) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return condition();
+}
+
+}  // namespace
+
+TEST_CASE("a storm of drops is counted in a metric and summarised in one log line per interval",
+          "[runtime][events]") {
+  Fixture fixture;
+  LogCapture logs;
+  auto registry = std::make_shared<prometheus::Registry>();
+  auto options = fixture.options();
+  options.qps = 1.0 / 5;
+  options.burst = 1;
+  options.registry = registry;
+  options.drop_report_interval = 1min;
+  auto dropped = [&](const std::string& reason) {
+    return myop::runtime::testing::metric_value(*registry, "event_recorder_dropped_total",
+                                                {{"reason", reason}})
+        .value_or(-1);
+  };
+  {
+    EventRecorder recorder(fixture.client(), options);
+    for (int i = 0; i < 100; ++i)
+      recorder.record(fixture.subject, EventSeverity::normal, "Created", "Reconcile",
+                      "note " + std::to_string(i));
+    REQUIRE(eventually([&] { return dropped("rate_limit") == 99; }));  // one token, no time passes
+    CHECK(fixture.transport->requests().size() == 1);
+    CHECK(dropped("queue_full") == 0);
+    CHECK(logs.drop_summaries().size() == 1);  // not 99 lines
+
+    for (int i = 0; i < 50; ++i)
+      recorder.record(fixture.subject, EventSeverity::warning, "Failed", "Reconcile",
+                      "again " + std::to_string(i));
+    REQUIRE(eventually([&] { return dropped("rate_limit") == 149; }));
+    CHECK(logs.drop_summaries().size() == 1);  // within the interval: still one line
+
+    fixture.clock->advance(1min);  // the interval passes: the rest is summarised, once
+    REQUIRE(eventually([&] { return logs.drop_summaries().size() == 2; }));
+    const auto summaries = logs.drop_summaries();
+    CHECK(summaries[0] + summaries[1] == 149);
+  }
+  CHECK(logs.drop_summaries().size() == 2);  // nothing left to report at shutdown
+}
+
+TEST_CASE("a full queue drops with its own reason", "[runtime][events]") {
+  Fixture fixture;
+  auto registry = std::make_shared<prometheus::Registry>();
+  auto options = fixture.options();
+  options.max_queued = 0;
+  options.registry = registry;
+  EventRecorder recorder(fixture.client(), options);
+  recorder.record(fixture.subject, EventSeverity::normal, "Created", "Reconcile", "nowhere to go");
+  CHECK(myop::runtime::testing::metric_value(*registry, "event_recorder_dropped_total",
+                                             {{"reason", "queue_full"}}) == 1);
+  recorder.flush();
+  CHECK(fixture.transport->requests().empty());
 }
