@@ -123,7 +123,7 @@ void WorkQueue::done(const WorkItem& item, Completion completion) {
   if (position == entries_.end() || position->second.place != Place::in_flight) return;
   Entry& entry = position->second;
   const TimePoint now = options_.clock->now();
-  --in_flight_;
+  in_flight_.erase(&entry);
   options_.metrics->worked_for(now - entry.started);
 
   std::optional<TimePoint> requeue_at;
@@ -207,7 +207,7 @@ std::size_t WorkQueue::depth(Priority priority) const {
 
 std::size_t WorkQueue::in_flight() const {
   std::lock_guard lock(mutex_);
-  return in_flight_;
+  return in_flight_.size();
 }
 
 int WorkQueue::failures(const ObjectKey& key) const {
@@ -234,10 +234,9 @@ void WorkQueue::publish_in_flight_metrics() {
   const TimePoint now = options_.clock->now();
   Duration total = Duration::zero();
   Duration longest = Duration::zero();
-  for (const auto& [key, entry] : entries_) {
-    if (entry.place != Place::in_flight) continue;
-    total += now - entry.started;
-    longest = std::max(longest, now - entry.started);
+  for (const Entry* entry : in_flight_) {
+    total += now - entry->started;
+    longest = std::max(longest, now - entry->started);
   }
   options_.metrics->in_flight(total, longest);
 }
@@ -267,7 +266,7 @@ std::optional<WorkItem> WorkQueue::take_locked(TimePoint now) {
     entry.place = Place::in_flight;
     entry.started = now;
     entry.aged = false;
-    ++in_flight_;
+    in_flight_.insert(&entry);
     options_.metrics->queued_for(now - std::min(now, entry.first_added));
     auto failures = failures_.find(key);
     return WorkItem{key, entry.requested, failures == failures_.end() ? 0 : failures->second,

@@ -25,6 +25,7 @@
 #include <random>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "base/backoff.h"
 #include "base/clock.h"
@@ -179,7 +180,9 @@ class WorkQueue {
   std::map<OrderKey, ObjectKey> deferred_;  // by time deferred
   std::array<std::size_t, 3> depth_{};
   std::array<std::optional<TimePoint>, 3> last_promotion_{};
-  std::size_t in_flight_ = 0;
+  // The entries workers hold: the in-flight metrics walk these, not every queued key (a backlog of
+  // 10,000 would cost a walk of 10,000 entries each time a worker starts after an idle moment).
+  std::unordered_set<const Entry*> in_flight_;
   std::optional<base::TokenBucket> rate_limiter_;
 };
 
