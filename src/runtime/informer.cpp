@@ -200,6 +200,9 @@ ObjectPointer Informer::store_written(const kube::JsonValue& returned_object,
   // The cache moved past the version the write was sent at: the watch already delivered our write or
   // something newer. Either way the cache must not go back.
   if (current_version != sent_at_version) return nullptr;
+  // The server stored nothing (an apply or patch that changed no field keeps the version): no watch
+  // event will echo it, so waiting for one would hide the next real change until the timeout.
+  if (current && object->resource_version() == current_version) return current;
   auto [pending, inserted] = pending_writes_.try_emplace(key);
   if (inserted) pending->second.previous = current;  // keep what subscribers saw before our first write
   pending->second.resource_version = std::string(object->resource_version());

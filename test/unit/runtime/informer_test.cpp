@@ -183,6 +183,22 @@ TEST_CASE("read-your-own-writes never moves the cache backwards", "[runtime][inf
   CHECK(fixture.cached_version("new") == "20");
 }
 
+TEST_CASE("a write the server found to be a no-op waits for no echo: the next change still arrives",
+          "[runtime][informer]") {
+  Fixture fixture;
+  fixture.list(objects({{"a", "10"}}));
+  fixture.events.clear();
+  // An apply or patch that changed nothing: the server answers with the stored object, same version,
+  // and the watch will never carry it.
+  auto unchanged = config_map("ns", "a", "10");
+  CHECK(fixture.informer.store_written(unchanged.json(), "10") != nullptr);
+  CHECK(fixture.cached_version("a") == "10");
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "11")));
+  CHECK(fixture.cached_version("a") == "11");
+  REQUIRE(fixture.events.size() == 1);
+  CHECK(fixture.events[0].type == EventType::updated);
+}
+
 TEST_CASE("read-your-own-writes for deletes", "[runtime][informer]") {
   Fixture fixture;
   fixture.list(objects({{"a", "10"}}));
