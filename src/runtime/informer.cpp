@@ -88,7 +88,7 @@ void Informer::handle(kube::WatcherEvent event) {
   const TimePoint now = options_.clock->now();
   // The transform and the copy into the stored form run before the lock: writers (store_written)
   // and the watch do not wait on each other's copies.
-  const ObjectPointer prepared = event.object ? prepare(std::move(*event.object)) : nullptr;
+  const ObjectPointer object = event.object ? prepare(std::move(*event.object)) : nullptr;
   std::lock_guard lock(mutex_);
   prune_locked(now);
   switch (event.type) {
@@ -97,8 +97,7 @@ void Informer::handle(kube::WatcherEvent event) {
       ++list_epoch_;
       return;
     case kube::WatcherEventType::InitApply: {
-      if (!prepared) return;
-      const ObjectPointer& object = prepared;
+      if (!object) return;
       const ObjectKey key = key_of(*object);
       ObjectPointer previous = cache_.get(key);
       // A list is a complete, consistent state: it wins over a pending write.
@@ -140,8 +139,7 @@ void Informer::handle(kube::WatcherEvent event) {
       return;
     }
     case kube::WatcherEventType::Apply: {
-      if (!prepared) return;
-      const ObjectPointer& object = prepared;
+      if (!object) return;
       const ObjectKey key = key_of(*object);
       ObjectPointer previous;
       if (auto pending = pending_writes_.find(key); pending != pending_writes_.end()) {
@@ -161,8 +159,7 @@ void Informer::handle(kube::WatcherEvent event) {
       return;
     }
     case kube::WatcherEventType::Delete: {
-      if (!prepared) return;
-      const ObjectPointer& object = prepared;
+      if (!object) return;
       const ObjectKey key = key_of(*object);
       pending_writes_.erase(key);
       cache_.erase(key);
