@@ -6,12 +6,13 @@
 namespace myop::runtime {
 namespace {
 
-// The order get() serves the levels in (std::views::reverse does not compile under clang-tidy 14's
-// clang with libstdc++ 12).
-constexpr std::array<Priority, kAllPriorities.size()> kPrioritiesHighestFirst{
-    Priority::high, Priority::normal, Priority::low};
-static_assert(kPrioritiesHighestFirst.front() == kAllPriorities.back() &&
-              kPrioritiesHighestFirst.back() == kAllPriorities.front());
+// The order get() serves the levels in: kAllPriorities reversed (std::views::reverse does not
+// compile under clang-tidy 14's clang with libstdc++ 12).
+constexpr std::array<Priority, kAllPriorities.size()> kPrioritiesHighestFirst = [] {
+  auto reversed = kAllPriorities;
+  std::reverse(reversed.begin(), reversed.end());
+  return reversed;
+}();
 
 }  // namespace
 
