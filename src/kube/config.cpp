@@ -11,6 +11,8 @@
 #include <sstream>
 #include <system_error>
 
+#include "base/text.h"
+
 namespace myop::kube {
 namespace {
 
@@ -47,13 +49,6 @@ Result<std::string> read_file(const std::string& path) {
   content << in.rdbuf();
   if (in.bad()) return make_error(Reason::InvalidConfiguration, "cannot read " + path + ": read error");
   return content.str();
-}
-
-std::string trim(std::string text) {
-  const auto not_space = [](unsigned char c) { return std::isspace(c) == 0; };
-  text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
-  text.erase(std::find_if(text.rbegin(), text.rend(), not_space).base(), text.end());
-  return text;
 }
 
 // Standard base64 as kubeconfig *-data fields use it; whitespace (line breaks) is ignored.
@@ -447,7 +442,7 @@ Result<ClientConfig> resolve_kubeconfig(const Kubeconfig& kubeconfig, const std:
   if (!config.client_key_pem.empty() && !looks_like_pem(config.client_key_pem, "PRIVATE KEY"))
     return config_error(user.origin, key_field, "does not contain a PEM private key");
 
-  config.token = trim(user.token);
+  config.token = std::string(base::trim(user.token));
   if (config.token.empty()) config.token_file = user.token_file;
   config.exec = user.exec;
   if (config.exec && (!config.token.empty() || !config.token_file.empty()))
@@ -469,7 +464,7 @@ Result<ClientConfig> in_cluster_config(const ConfigSearch& search) {
   config.token_file = (directory / "token").string();
 
   auto token = read_file(config.token_file);
-  if (!token || trim(token.value()).empty())
+  if (!token || base::trim(token.value()).empty())
     return make_error(
         Reason::InvalidConfiguration,
         "in-cluster: the service account token " + config.token_file +
@@ -485,7 +480,8 @@ Result<ClientConfig> in_cluster_config(const ConfigSearch& search) {
   config.ca_pem = std::move(ca).value();
   config.ca_origin = (directory / "ca.crt").string();
   if (auto namespace_name = read_file((directory / "namespace").string()); namespace_name) {
-    if (auto trimmed = trim(namespace_name.value()); !trimmed.empty()) config.namespace_name = trimmed;
+    if (std::string trimmed(base::trim(namespace_name.value())); !trimmed.empty())
+      config.namespace_name = trimmed;
   }
   return config;
 }

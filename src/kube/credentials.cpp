@@ -18,17 +18,11 @@
 #include <sstream>
 #include <system_error>
 
+#include "base/text.h"
 #include "base/time_format.h"
 
 namespace myop::kube {
 namespace {
-
-std::string trim(std::string text) {
-  const auto not_space = [](unsigned char c) { return std::isspace(c) == 0; };
-  text.erase(text.begin(), std::find_if(text.begin(), text.end(), not_space));
-  text.erase(std::find_if(text.rbegin(), text.rend(), not_space).base(), text.end());
-  return text;
-}
 
 std::string encode_base64(std::string_view data) {
   static constexpr char kAlphabet[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -85,7 +79,7 @@ Result<Credential> TokenFileCredentialSource::current() {
     std::ostringstream content;
     const int open_error = in ? 0 : errno;
     if (in) content << in.rdbuf();
-    std::string token = in ? trim(content.str()) : std::string();
+    std::string token = in ? std::string(base::trim(content.str())) : std::string();
     if (!token.empty()) {
       if (!token_.empty() && token != token_)
         spdlog::info("bearer token file {} changed; using the new token", path_);
@@ -311,7 +305,8 @@ Result<Credential> ExecCredentialSource::run_plugin() {
   }
   if (output->exit_code != 0) {
     std::string problem = "exited with code " + std::to_string(output->exit_code);
-    if (auto text = trim(output->standard_error); !text.empty()) problem += ": " + text.substr(0, 512);
+    if (std::string text(base::trim(output->standard_error)); !text.empty())
+      problem += ": " + text.substr(0, 512);
     return plugin_error(exec_.command, problem);
   }
   return parse_exec_credential(output->standard_output, exec_.command, exec_.api_version);

@@ -3,14 +3,10 @@
 #include <algorithm>
 #include <cctype>
 
+#include "base/text.h"
+
 namespace myop::myresource {
 namespace {
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())) != 0) text.remove_prefix(1);
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())) != 0) text.remove_suffix(1);
-  return text;
-}
 
 std::string lower(std::string_view text) {
   std::string result(text);
@@ -22,7 +18,7 @@ std::string lower(std::string_view text) {
 // Sets one flag; returns an error sentence or "". `source` names where the value came from.
 std::string apply_flag(Features& features, std::string_view key, std::string_view raw_value,
                        std::string_view source) {
-  std::string value = lower(trim(raw_value));
+  std::string value = lower(base::trim(raw_value));
   auto quote = [](std::string_view text) { return "\"" + std::string(text) + "\""; };
   if (key == kCanaryFeature || key == kOrphanSweepFeature) {
     bool enabled;
@@ -100,9 +96,9 @@ ParsedFeatures apply_feature_overrides(const Features& base, std::string_view an
   ParsedFeatures parsed{base, {}};
   constexpr std::string_view source = "annotation myorg.io/features";
   std::string_view rest = annotation_value;
-  while (!trim(rest).empty()) {
+  while (!base::trim(rest).empty()) {
     std::size_t comma = rest.find(',');
-    std::string_view item = trim(rest.substr(0, comma));
+    std::string_view item = base::trim(rest.substr(0, comma));
     rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
     if (item.empty()) continue;  // tolerate "a=b,,c=d" and a trailing comma
     std::size_t equals = item.find('=');
@@ -112,7 +108,7 @@ ParsedFeatures apply_feature_overrides(const Features& base, std::string_view an
       continue;
     }
     std::string error =
-        apply_flag(parsed.features, trim(item.substr(0, equals)), item.substr(equals + 1), source);
+        apply_flag(parsed.features, base::trim(item.substr(0, equals)), item.substr(equals + 1), source);
     if (!error.empty()) parsed.errors.push_back(std::move(error));
   }
   return parsed;
