@@ -9,17 +9,18 @@
 #include <mutex>
 #include <regex>
 #include <sstream>
-#include <thread>
 #include <vector>
 
 #include "base/time_format.h"
 #include "metrics_reader.h"
 #include "runtime/logging.h"
+#include "support/eventually.h"
 #include "support/fake_clock.h"
 
 using namespace std::chrono_literals;
 using namespace myop;
 using namespace myop::runtime;
+using myop::testing::eventually;
 using myop::testing::FakeClock;
 
 namespace {
@@ -166,15 +167,6 @@ class LogCapture {
   std::shared_ptr<spdlog::logger> previous_;
 };
 
-// Waits (bounded, only to turn a hang into a failure) until `condition` holds.
-bool eventually(const std::function<bool()>& condition) {
-  for (int i = 0; i < 1000; ++i) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return condition();
-}
-
 }  // namespace
 
 TEST_CASE("a storm of drops is counted in a metric and summarised in one log line per interval",
@@ -197,7 +189,7 @@ TEST_CASE("a storm of drops is counted in a metric and summarised in one log lin
     for (int i = 0; i < 100; ++i)
       recorder.record(fixture.subject, EventSeverity::normal, "Created", "Reconcile",
                       "note " + std::to_string(i));
-    REQUIRE(eventually([&] { return dropped("rate_limit") == 99; }));  // one token, no time passes
+    REQUIRE(eventually([&] { return dropped("rate_limit") == 99; }, 10s));  // one token, no time passes
     CHECK(fixture.transport->requests().size() == 1);
     CHECK(dropped("queue_full") == 0);
     CHECK(logs.drop_summaries().size() == 1);  // not 99 lines
@@ -205,11 +197,11 @@ TEST_CASE("a storm of drops is counted in a metric and summarised in one log lin
     for (int i = 0; i < 50; ++i)
       recorder.record(fixture.subject, EventSeverity::warning, "Failed", "Reconcile",
                       "again " + std::to_string(i));
-    REQUIRE(eventually([&] { return dropped("rate_limit") == 149; }));
+    REQUIRE(eventually([&] { return dropped("rate_limit") == 149; }, 10s));
     CHECK(logs.drop_summaries().size() == 1);  // within the interval: still one line
 
     fixture.clock->advance(1min);  // the interval passes: the rest is summarised, once
-    REQUIRE(eventually([&] { return logs.drop_summaries().size() == 2; }));
+    REQUIRE(eventually([&] { return logs.drop_summaries().size() == 2; }, 10s));
     const auto summaries = logs.drop_summaries();
     CHECK(summaries[0] + summaries[1] == 149);
   }

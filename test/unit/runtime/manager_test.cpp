@@ -8,12 +8,14 @@
 #include "http_get.h"
 #include "https_get.h"
 #include "runtime/manager.h"
+#include "support/eventually.h"
 #include "support/fake_clock.h"
 
 using namespace std::chrono_literals;
 using namespace myop;
 using namespace myop::runtime;
 using myop::runtime::testing::http_request;
+using myop::testing::eventually;
 
 namespace {
 
@@ -97,16 +99,6 @@ class GatedReconciler final : public Reconciler {
   int started = 0;
   int finished = 0;
 };
-
-// Waits (bounded, to turn a hang into a failure) for a condition that another thread makes true.
-template <typename Condition>
-bool eventually(Condition condition) {
-  for (int i = 0; i < 20000; ++i) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return false;
-}
 
 ManagerOptions local_options() {
   ManagerOptions options;
