@@ -16,6 +16,7 @@
 
 #include "base/clock.h"
 #include "base/token_bucket.h"
+#include "kube/connection_pool.h"
 
 namespace myop::kube {
 namespace {
@@ -137,11 +138,10 @@ struct HttpAnswer {
   std::optional<std::chrono::seconds> retry_after;
 };
 
-std::optional<std::chrono::seconds> parse_retry_after(const web::http::http_headers& headers) {
-  auto found = headers.find("Retry-After");
-  if (found == headers.end()) return std::nullopt;
+std::optional<std::chrono::seconds> parse_retry_after(const std::string& value) {
+  if (value.empty()) return std::nullopt;
   try {
-    const long seconds = std::stol(found->second);
+    const long seconds = std::stol(value);
     if (seconds >= 0) return std::chrono::seconds(seconds);
   } catch (...) {
     // An HTTP date instead of seconds: the API server never sends one; ignore it.
@@ -149,11 +149,46 @@ std::optional<std::chrono::seconds> parse_retry_after(const web::http::http_head
   return std::nullopt;
 }
 
+std::optional<std::chrono::seconds> parse_retry_after(const web::http::http_headers& headers) {
+  auto found = headers.find("Retry-After");
+  if (found == headers.end()) return std::nullopt;
+  return parse_retry_after(found->second);
+}
+
 std::string host_of(const std::string& server) {
   std::string host = server;
   if (auto scheme = host.find("://"); scheme != std::string::npos) host = host.substr(scheme + 3);
   if (auto slash = host.find('/'); slash != std::string::npos) host = host.substr(0, slash);
   return host;
+}
+
+// Where the connection pool connects, from an https:// URL ("https://[::1]:6443/prefix") and the
+// kubeconfig's tls-server-name. Sends the Host header and checks the name as cpprestsdk did: the
+// tls-server-name when one is set, otherwise the URL's host.
+PoolEndpoint pool_endpoint(const ClientConfig& config) {
+  PoolEndpoint endpoint;
+  const std::string authority = host_of(config.server);
+  if (auto slash = config.server.find('/', config.server.find("://") + 3); slash != std::string::npos) {
+    endpoint.path_prefix = config.server.substr(slash);
+    while (!endpoint.path_prefix.empty() && endpoint.path_prefix.back() == '/')
+      endpoint.path_prefix.pop_back();
+  }
+  std::string host = authority;
+  endpoint.port = "443";
+  if (!authority.empty() && authority.front() == '[') {
+    const auto close = authority.find(']');
+    host = authority.substr(1, close == std::string::npos ? std::string::npos : close - 1);
+    if (close != std::string::npos && close + 1 < authority.size() && authority[close + 1] == ':')
+      endpoint.port = authority.substr(close + 2);
+  } else if (auto colon = authority.rfind(':'); colon != std::string::npos) {
+    host = authority.substr(0, colon);
+    endpoint.port = authority.substr(colon + 1);
+  }
+  endpoint.host = host;
+  endpoint.host_header = config.tls_server_name.empty() ? authority : config.tls_server_name;
+  endpoint.tls_name = config.tls_server_name.empty() ? host : config.tls_server_name;
+  endpoint.verify_name = !config.insecure_skip_tls_verify;
+  return endpoint;
 }
 
 // A counting limit whose wait gives up on stop or deadline (std::counting_semaphore cannot see a
@@ -214,7 +249,7 @@ class HttpsTransport final : public Transport {
     for (int attempt = 0;; ++attempt) {
       auto prepared = prepare(request, stop, deadline);
       if (!prepared) return std::move(prepared).error();
-      auto& [message, credential, clients] = prepared.value();
+      const Prepared& ready = prepared.value();
 
       auto slot = in_flight_.acquire(stop, deadline);
       if (!slot) {
@@ -225,7 +260,7 @@ class HttpsTransport final : public Transport {
                                                ") to send " + request.path + " before its deadline");
       }
       const auto started = clock_->now();
-      auto answer = execute(clients->requests, message, stop, deadline, timeout);
+      auto answer = execute(*ready.clients->pool, request, ready, stop, deadline, timeout);
       slot.reset();
       observe(request.method, answer, started);
 
@@ -234,7 +269,7 @@ class HttpsTransport final : public Transport {
         failure = answer.error();
       } else if (answer->status == 401 && !retried_unauthorized) {
         // A rotated token file or an expired exec credential: fetch a fresh one and try once more.
-        credentials_->unauthorized(credential);
+        credentials_->unauthorized(ready.credential);
         retried_unauthorized = true;
         continue;
       } else if (answer->status == 429 || answer->status == 500 || answer->status == 503 ||
@@ -265,7 +300,9 @@ class HttpsTransport final : public Transport {
     for (int attempt = 0;; ++attempt) {
       auto prepared = prepare(request, stop, open_deadline);
       if (!prepared) return std::move(prepared).error();
-      auto& [message, credential, clients] = prepared.value();
+      const Credential& credential = prepared->credential;
+      const auto& clients = prepared->clients;
+      const http_request message = cpprest_request(request, prepared.value());
 
       const auto started = clock_->now();
       pplx::cancellation_token_source cancellation;
@@ -322,19 +359,20 @@ class HttpsTransport final : public Transport {
   struct Clients {
     std::string client_certificate_pem;
     std::string client_key_pem;
-    std::shared_ptr<http_client> requests;
-    std::shared_ptr<http_client> streams;
+    std::shared_ptr<ConnectionPool> pool;  // unary requests, on the calling thread
+    std::shared_ptr<http_client> streams;  // watches
   };
   struct Prepared {
-    http_request message;
+    std::string target;  // path and encoded query
+    HeaderList headers;  // every header but Host and Content-Type
+    std::string content_type;
     Credential credential;
     std::shared_ptr<Clients> clients;
   };
 
  public:
-  // Builds (or rebuilds, when an exec plugin hands out a new client certificate) the two cpprestsdk
-  // clients. One for requests, one for streams: cpprestsdk's timeout is per client and is an idle timeout,
-  // so streams get a long one and enforce their own idle limit.
+  // Builds (or rebuilds, when an exec plugin hands out a new client certificate) the connection pool for
+  // requests and the cpprestsdk client for streams, on the same TLS configuration.
   Result<std::shared_ptr<Clients>> clients_for(const Credential& credential) {
     std::string certificate = credential.client_certificate_pem.empty() ? config_.client_certificate_pem
                                                                         : credential.client_certificate_pem;
@@ -366,10 +404,14 @@ class HttpsTransport final : public Transport {
     clients->client_certificate_pem = std::move(certificate);
     clients->client_key_pem = std::move(key);
     try {
-      clients->requests = make_client(std::chrono::seconds(std::max<long>(
-          1, static_cast<long>(
-                 std::chrono::duration_cast<std::chrono::seconds>(options_.default_timeout).count()) +
-                 5)));
+      auto context = std::make_shared<boost::asio::ssl::context>(boost::asio::ssl::context::tls_client);
+      if (config_.ca_pem.empty()) context->set_default_verify_paths();
+      configure_tls(*context, material);
+      PoolOptions pool_options;
+      pool_options.max_idle = static_cast<std::size_t>(std::max(1, options_.max_requests_in_flight));
+      clients->pool =
+          std::make_shared<ConnectionPool>(pool_endpoint(config_), std::move(context), pool_options);
+      // cpprestsdk's timeout is per client and is an idle timeout: streams enforce their own idle limit.
       clients->streams = make_client(std::chrono::hours(2));
     } catch (const std::exception& error) {
       return make_error(Reason::InvalidConfiguration,
@@ -399,60 +441,98 @@ class HttpsTransport final : public Transport {
     auto clients = clients_for(credential.value());
     if (!clients) return std::move(clients).error();
 
-    http_request message(utility::conversions::to_string_t(request.method));
-    std::string target = request.path;
-    if (!request.query.empty()) target += "?" + encode_query(request.query);
-    message.set_request_uri(utility::conversions::to_string_t(target));
-    auto& headers = message.headers();
-    headers.add("User-Agent", options_.user_agent);
-    headers.add("Accept", "application/json");
-    if (!credential->bearer_token.empty()) headers.add("Authorization", "Bearer " + credential->bearer_token);
-    // cpprestsdk takes SNI and the certificate name from the Host header when one is set.
-    if (!config_.tls_server_name.empty()) headers.add("Host", config_.tls_server_name);
-    for (const auto& [name, value] : request.headers) headers.add(name, value);
+    Prepared prepared;
+    prepared.target = request.path;
+    if (!request.query.empty()) prepared.target += "?" + encode_query(request.query);
+    prepared.headers.reserve(3 + request.headers.size());
+    prepared.headers.emplace_back("User-Agent", options_.user_agent);
+    prepared.headers.emplace_back("Accept", "application/json");
+    if (!credential->bearer_token.empty())
+      prepared.headers.emplace_back("Authorization", "Bearer " + credential->bearer_token);
+    prepared.headers.insert(prepared.headers.end(), request.headers.begin(), request.headers.end());
     if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
-        request.method == "PATCH") {
-      const std::string content_type =
-          request.content_type.empty() ? "application/json" : request.content_type;
-      message.set_body(std::string(request.body), content_type);
-      headers.set_content_type(content_type);
-    }
-    return Prepared{message, std::move(credential).value(), std::move(clients).value()};
+        request.method == "PATCH")
+      prepared.content_type = request.content_type.empty() ? "application/json" : request.content_type;
+    prepared.credential = std::move(credential).value();
+    prepared.clients = std::move(clients).value();
+    return prepared;
   }
 
-  Result<HttpAnswer> execute(const std::shared_ptr<http_client>& client, const http_request& message,
+  http_request cpprest_request(const Request& request, const Prepared& prepared) const {
+    http_request message(utility::conversions::to_string_t(request.method));
+    message.set_request_uri(utility::conversions::to_string_t(prepared.target));
+    auto& headers = message.headers();
+    for (const auto& [name, value] : prepared.headers) headers.add(name, value);
+    // cpprestsdk takes SNI and the certificate name from the Host header when one is set.
+    if (!config_.tls_server_name.empty()) headers.add("Host", config_.tls_server_name);
+    if (!prepared.content_type.empty()) {
+      message.set_body(std::string(request.body), prepared.content_type);
+      headers.set_content_type(prepared.content_type);
+    }
+    return message;
+  }
+
+  Result<HttpAnswer> execute(ConnectionPool& pool, const Request& request, const Prepared& prepared,
                              const std::stop_token& stop, TimePoint deadline,
                              std::chrono::milliseconds timeout) {
-    pplx::cancellation_token_source cancellation;
-    auto pending = std::make_shared<Pending<HttpAnswer>>();
-    auto answer = std::make_shared<HttpAnswer>();
-    client->request(message, cancellation.get_token())
-        .then([answer](http_response response) {
-          answer->status = response.status_code();
-          answer->content_type = response.headers().content_type();
-          answer->retry_after = parse_retry_after(response.headers());
-          return response.extract_utf8string(true);
-        })
-        .then([pending, answer](pplx::task<std::string> body) {
-          try {
-            answer->body = body.get();
-            pending->finish(std::move(*answer), nullptr);
-          } catch (...) {
-            pending->finish(std::nullopt, std::current_exception());
-          }
-        });
-    const auto outcome = wait_for(*clock_, *pending, stop, deadline);
-    if (outcome == WaitOutcome::Stopped) {
-      cancellation.cancel();
+    const PoolRequest pool_request{request.method, prepared.target, &prepared.headers, request.body,
+                                   prepared.content_type};
+    // The pool's I/O runs on the steady clock; the deadline is this transport's clock's.
+    const auto io_deadline =
+        std::chrono::steady_clock::now() +
+        std::chrono::duration_cast<std::chrono::steady_clock::duration>(deadline - clock_->now());
+    auto outcome = pool.send(pool_request, stop, io_deadline);
+    if (auto* answer = std::get_if<PoolAnswer>(&outcome))
+      return HttpAnswer{answer->status, std::move(answer->body), std::move(answer->content_type),
+                        parse_retry_after(answer->retry_after)};
+    return error_from_pool(std::get<PoolFailure>(outcome), timeout);
+  }
+
+  Error error_from_pool(const PoolFailure& failure, std::chrono::milliseconds timeout) {
+    using Stage = PoolFailure::Stage;
+    if (failure.cancelled)
       return make_error(Reason::Cancelled, "request to " + config_.server + " cancelled");
-    }
-    if (outcome == WaitOutcome::DeadlineExceeded) {
-      cancellation.cancel();
+    if (failure.timed_out)
       return make_error(Reason::Timeout,
                         "no answer from " + config_.server + " within " + milliseconds_text(timeout));
+    const std::string what = failure.code.message();
+    Error error = make_error(Reason::Transport, "");
+    switch (failure.stage) {
+      case Stage::Resolve:
+      case Stage::Connect:
+        error.message = "cannot connect to " + config_.server + ": " + what;
+        error.request_not_sent = true;
+        break;
+      case Stage::Handshake:
+        error.message = tls_failure_message();
+        error.request_not_sent = true;
+        break;
+      case Stage::Write:
+        // The server acts only on a complete request; one we could not finish writing was not acted on.
+        error.message = "connection to " + config_.server + " broke while sending: " + what;
+        error.request_not_sent = true;
+        break;
+      case Stage::Read:
+        error.message = "connection to " + config_.server + " failed: " + what;
+        break;
     }
-    if (pending->failure) return error_from_exception(pending->failure, cancellation);
-    return std::move(*pending->value);
+    return error;
+  }
+
+  std::string tls_failure_message() {
+    std::string reason;
+    {
+      std::lock_guard lock(diagnostics_->mutex);
+      reason = std::exchange(diagnostics_->last_failure, std::string());
+    }
+    const std::string name = config_.tls_server_name.empty() ? host_ : config_.tls_server_name;
+    return "TLS handshake with " + config_.server + " failed" +
+           (reason.empty() ? std::string() : ": " + reason) + ". The server certificate must be signed by " +
+           (config_.ca_pem.empty() ? std::string("a CA in the system trust store")
+                                   : "the configured CA (" + config_.ca_origin + ")") +
+           " and name " + name +
+           " (or set tls-server-name); if a client certificate is used, the "
+           "server must trust its issuer";
   }
 
   Result<std::string> read_whole_body(http_response& response, pplx::cancellation_token_source& cancellation,
@@ -553,20 +633,7 @@ class HttpsTransport final : public Transport {
 
     Error error = make_error(Reason::Transport, "");
     if (what.find("SSL handshake") != std::string::npos) {
-      std::string reason;
-      {
-        std::lock_guard lock(diagnostics_->mutex);
-        reason = std::exchange(diagnostics_->last_failure, std::string());
-      }
-      const std::string name = config_.tls_server_name.empty() ? host_ : config_.tls_server_name;
-      error.message = "TLS handshake with " + config_.server + " failed" +
-                      (reason.empty() ? std::string() : ": " + reason) +
-                      ". The server certificate must be signed by " +
-                      (config_.ca_pem.empty() ? std::string("a CA in the system trust store")
-                                              : "the configured CA (" + config_.ca_origin + ")") +
-                      " and name " + name +
-                      " (or set tls-server-name); if a client certificate is used, the "
-                      "server must trust its issuer";
+      error.message = tls_failure_message();
       error.request_not_sent = true;
     } else if (what.find("connect") != std::string::npos || what.find("resolv") != std::string::npos) {
       error.message = "cannot connect to " + config_.server + ": " + what +

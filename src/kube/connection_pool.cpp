@@ -1,0 +1,287 @@
+#include "kube/connection_pool.h"
+
+#include <openssl/ssl.h>
+#include <poll.h>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/span.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/span_body.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <cstdint>
+#include <functional>
+
+namespace myop::kube {
+namespace {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using Clock = std::chrono::steady_clock;
+
+bool is_ip_literal(const std::string& host) {
+  boost::system::error_code error;
+  asio::ip::make_address(host, error);
+  return !error;
+}
+
+bool replayable(std::string_view method) { return method == "GET" || method == "HEAD"; }
+
+PoolFailure failure_at(PoolFailure::Stage stage, boost::system::error_code code, const std::stop_token& stop,
+                       Clock::time_point deadline) {
+  PoolFailure failure{stage, code};
+  failure.cancelled = stop.stop_requested();
+  failure.timed_out = !failure.cancelled && (code == beast::error::timeout || Clock::now() >= deadline);
+  return failure;
+}
+
+}  // namespace
+
+struct ConnectionPool::Connection {
+  explicit Connection(asio::ssl::context& tls) : stream(io, tls) {}
+
+  asio::io_context io{1};
+  beast::ssl_stream<beast::tcp_stream> stream;
+  beast::flat_buffer buffer;
+  Clock::time_point idle_since{};
+  // Each operation gets a new generation; a stop that arrives late finds a newer one and does nothing.
+  std::uint64_t generation = 0;
+  std::function<void()> cancel_current;
+
+  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream); }
+
+  // Starts one asynchronous operation with `start(handler)` and runs this connection's io_context on the
+  // calling thread until its handler ran. The stop token cancels it through a posted handler (Asio objects
+  // are touched only by the thread running their io_context); the deadline is enforced by whoever set up
+  // the operation (the tcp_stream's expiry, or a timer).
+  template <typename Start>
+  boost::system::error_code run(const std::stop_token& stop, std::function<void()> cancel, Start&& start) {
+    boost::system::error_code result = asio::error::would_block;
+    bool done = false;
+    const std::uint64_t current = ++generation;
+    cancel_current = std::move(cancel);
+    std::forward<Start>(start)([&result, &done](boost::system::error_code error, auto&&...) {
+      result = error;
+      done = true;
+    });
+    {
+      std::stop_callback on_stop(stop, [this, current] {
+        asio::post(io, [this, current] {
+          if (generation == current && cancel_current) cancel_current();
+        });
+      });
+      io.restart();
+      while (!done && io.run_one() != 0) {
+      }
+    }
+    cancel_current = nullptr;
+    if (!done) return asio::error::operation_aborted;
+    return result;
+  }
+
+  // The server closed the idle connection (EOF or a TLS close_notify is readable), or sent something
+  // unasked: either way it cannot carry a request.
+  bool closed_by_peer() {
+    if (buffer.size() != 0) return true;
+    pollfd poll_fd{tcp().socket().native_handle(), POLLIN, 0};
+    return ::poll(&poll_fd, 1, 0) != 0;
+  }
+};
+
+ConnectionPool::ConnectionPool(PoolEndpoint endpoint, std::shared_ptr<asio::ssl::context> tls,
+                               PoolOptions options)
+    : endpoint_(std::move(endpoint)), tls_(std::move(tls)), options_(options) {}
+
+ConnectionPool::~ConnectionPool() = default;
+
+std::size_t ConnectionPool::connections_opened() const {
+  std::lock_guard lock(mutex_);
+  return opened_;
+}
+
+std::unique_ptr<ConnectionPool::Connection> ConnectionPool::take_idle() {
+  const auto now = Clock::now();
+  std::unique_lock lock(mutex_);
+  while (!idle_.empty()) {
+    auto connection = std::move(idle_.back());
+    idle_.pop_back();
+    if (now - connection->idle_since <= options_.max_idle_time && !connection->closed_by_peer())
+      return connection;
+    lock.unlock();
+    connection.reset();  // closes the socket outside the lock
+    lock.lock();
+  }
+  return nullptr;
+}
+
+void ConnectionPool::give_back(std::unique_ptr<Connection> connection) {
+  connection->idle_since = Clock::now();
+  connection->tcp().expires_never();
+  std::lock_guard lock(mutex_);
+  if (idle_.size() < options_.max_idle) idle_.push_back(std::move(connection));
+}
+
+std::optional<PoolFailure> ConnectionPool::open(Connection& connection, const std::stop_token& stop,
+                                                Clock::time_point deadline) {
+  auto failure = [&stop, deadline](PoolFailure::Stage stage, boost::system::error_code code) {
+    return failure_at(stage, code, stop, deadline);
+  };
+
+  asio::ip::tcp::resolver resolver(connection.io);
+  asio::ip::tcp::resolver::results_type endpoints;
+  {
+    asio::steady_timer timer(connection.io, deadline);
+    bool resolved = false;
+    timer.async_wait([&resolver, &resolved](boost::system::error_code error) {
+      if (!error && !resolved) resolver.cancel();
+    });
+    auto error = connection.run(
+        stop,
+        [&resolver, &timer] {
+          resolver.cancel();
+          timer.cancel();
+        },
+        [&](auto handler) {
+          resolver.async_resolve(endpoint_.host, endpoint_.port,
+                                 [&, handler](boost::system::error_code code,
+                                              asio::ip::tcp::resolver::results_type results) mutable {
+                                   resolved = true;
+                                   timer.cancel();
+                                   endpoints = std::move(results);
+                                   handler(code);
+                                 });
+        });
+    // Let the cancelled timer's handler run before the timer and resolver go away.
+    connection.io.restart();
+    connection.io.poll();
+    if (error) return failure(PoolFailure::Stage::Resolve, error);
+  }
+
+  connection.tcp().expires_at(deadline);
+  auto cancel_tcp = [&connection] { connection.tcp().cancel(); };
+  if (auto error = connection.run(stop, cancel_tcp, [&](auto handler) {
+        connection.tcp().async_connect(
+            endpoints, [handler](boost::system::error_code code, const asio::ip::tcp::endpoint&) mutable {
+              handler(code);
+            });
+      }))
+    return failure(PoolFailure::Stage::Connect, error);
+  connection.tcp().socket().set_option(asio::ip::tcp::no_delay(true));
+
+  SSL* ssl = connection.stream.native_handle();
+  if (!is_ip_literal(endpoint_.tls_name)) SSL_set_tlsext_host_name(ssl, endpoint_.tls_name.c_str());
+  if (endpoint_.verify_name) {
+    connection.stream.set_verify_mode(asio::ssl::verify_peer);
+    connection.stream.set_verify_callback(asio::ssl::host_name_verification(endpoint_.tls_name));
+  } else {
+    connection.stream.set_verify_mode(asio::ssl::verify_none);
+  }
+  if (auto error = connection.run(stop, cancel_tcp, [&](auto handler) {
+        connection.stream.async_handshake(asio::ssl::stream_base::client, handler);
+      }))
+    return failure(PoolFailure::Stage::Handshake, error);
+  return std::nullopt;
+}
+
+std::variant<PoolAnswer, PoolFailure> ConnectionPool::send(const PoolRequest& request,
+                                                           const std::stop_token& stop,
+                                                           Clock::time_point deadline) {
+  for (int attempt = 0;; ++attempt) {
+    auto connection = take_idle();
+    const bool reused = connection != nullptr;
+    if (!reused) {
+      connection = std::make_unique<Connection>(*tls_);
+      {
+        std::lock_guard lock(mutex_);
+        ++opened_;
+      }
+      if (auto failure = open(*connection, stop, deadline)) return *failure;
+    }
+    ExchangeState state;
+    auto result = exchange(*connection, request, stop, deadline, state);
+    if (std::holds_alternative<PoolAnswer>(result)) {
+      if (state.keep_alive) give_back(std::move(connection));
+      return result;
+    }
+    const auto& failure = std::get<PoolFailure>(result);
+    // A kept connection the server closed just as we took it: the request never reached it whole (a
+    // failed write), or it is a GET the server had no answer for yet. Once more, on a new connection.
+    const bool stale = reused && attempt == 0 && !failure.cancelled && !failure.timed_out &&
+                       !state.answer_started &&
+                       (failure.stage == PoolFailure::Stage::Write ||
+                        (failure.stage == PoolFailure::Stage::Read && replayable(request.method)));
+    if (!stale) return result;
+  }
+}
+
+// Writes the request and reads the whole answer.
+std::variant<PoolAnswer, PoolFailure> ConnectionPool::exchange(Connection& connection,
+                                                               const PoolRequest& request,
+                                                               const std::stop_token& stop,
+                                                               Clock::time_point deadline,
+                                                               ExchangeState& state) {
+  auto failure = [&stop, deadline](PoolFailure::Stage stage, boost::system::error_code code) {
+    return failure_at(stage, code, stop, deadline);
+  };
+  state = ExchangeState{};
+
+  http::request<http::span_body<const char>> message;
+  message.method_string(beast::string_view(request.method.data(), request.method.size()));
+  if (endpoint_.path_prefix.empty()) {
+    message.target(beast::string_view(request.target.data(), request.target.size()));
+  } else {
+    std::string target = endpoint_.path_prefix;
+    target.append(request.target);
+    message.target(target);
+  }
+  message.version(11);
+  message.set(http::field::host, endpoint_.host_header);
+  if (request.headers != nullptr)
+    for (const auto& [name, value] : *request.headers) message.insert(name, value);
+  if (!request.content_type.empty())
+    message.set(http::field::content_type,
+                beast::string_view(request.content_type.data(), request.content_type.size()));
+  message.body() = beast::span<const char>(request.body.data(), request.body.size());
+  message.prepare_payload();
+
+  auto cancel_tcp = [&connection] { connection.tcp().cancel(); };
+  connection.tcp().expires_at(deadline);
+  if (auto error = connection.run(stop, cancel_tcp, [&](auto handler) {
+        http::async_write(connection.stream, message,
+                          [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
+      }))
+    return failure(PoolFailure::Stage::Write, error);
+
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(boost::none);  // a list of ten thousand objects is tens of MiB
+  auto error = connection.run(stop, cancel_tcp, [&](auto handler) {
+    http::async_read(connection.stream, connection.buffer, parser,
+                     [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
+  });
+  if (error) {
+    state.answer_started = parser.got_some();
+    return failure(PoolFailure::Stage::Read, error);
+  }
+  auto& response = parser.get();
+  PoolAnswer answer;
+  answer.status = static_cast<int>(response.result_int());
+  if (auto found = response.find(http::field::content_type); found != response.end())
+    answer.content_type = std::string(found->value());
+  if (auto found = response.find(http::field::retry_after); found != response.end())
+    answer.retry_after = std::string(found->value());
+  answer.body = std::move(response.body());
+  state.answer_started = true;
+  state.keep_alive = response.keep_alive();
+  return answer;
+}
+
+}  // namespace myop::kube
