@@ -17,9 +17,8 @@
 //
 // Objects are named <prefix>-<i> in namespace <prefix>-ns-<i % namespaces>, as bench/run creates them.
 // Polling GETs are reads; the harness counts writes by verb from the audit log.
-#include <utility>  // before pplx: boost/asio/awaitable.hpp uses std::exchange
+#include <utility>
 
-#include <pplx/threadpool.h>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
@@ -343,8 +342,6 @@ class Baseline {
 
 int main(int argc, char** argv) {
   Options options = parse_options(argc, argv);
-  // Enough pool threads for every blocking request in flight, and no more.
-  crossplat::threadpool::initialize_with_threads(static_cast<size_t>(std::max(4, options.concurrency * 2)));
 
   myop::kube::ConfigSearch search;
   search.kubeconfig_path = options.kubeconfig;

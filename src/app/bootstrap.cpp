@@ -1,7 +1,6 @@
 #include "app/bootstrap.h"
 
 #include <malloc.h>
-#include <pplx/threadpool.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -64,14 +63,12 @@ kube::Result<std::shared_ptr<runtime::MetricsAuthorizer>> metrics_authorizer(
 
 }  // namespace
 
-void tune_process(const Options& options) {
-  // glibc gives busy threads arenas of their own (up to 8 per core); the HTTP client's pool threads
-  // spread small, long-lived cache objects over many of them. MALLOC_ARENA_MAX in the environment wins.
+void tune_process(const Options& /*options*/) {
+  // glibc gives busy threads arenas of their own (up to 8 per core); the workers and the watch threads
+  // would spread small, long-lived cache objects over many of them. MALLOC_ARENA_MAX in the environment
+  // wins.
   // Called before any thread starts, so glibc's "MT-Unsafe" mallopt is safe here.
   if (std::getenv("MALLOC_ARENA_MAX") == nullptr) mallopt(M_ARENA_MAX, 2);  // NOLINT(concurrency-mt-unsafe)
-  // Each open watch holds a pool thread while it streams: room for every informer plus the requests.
-  crossplat::threadpool::initialize_with_threads(
-      std::max<std::size_t>(40, 16 + 4 * std::max<std::size_t>(options.namespaces.size(), 1)));
 }
 
 kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& options,

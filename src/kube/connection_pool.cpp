@@ -12,6 +12,7 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/span.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/buffer_body.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/span_body.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -19,6 +20,7 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <cstdint>
 #include <functional>
+#include <limits>
 
 namespace myop::kube {
 namespace {
@@ -34,7 +36,27 @@ bool is_ip_literal(const std::string& host) {
   return !error;
 }
 
+// Boost 1.74's parser compares a Content-Length with an empty limit (boost::none) as exceeding it.
+constexpr std::uint64_t kNoBodyLimit = std::numeric_limits<std::uint64_t>::max();
+
+// A stream's body is read in pieces of this size; a refusal's (a Status object) in smaller ones, and
+// kept up to a limit.
+constexpr std::size_t kStreamPiece = std::size_t{64} * 1024;
+constexpr std::size_t kRefusalPiece = std::size_t{16} * 1024;
+constexpr std::size_t kRefusalBodyLimit = std::size_t{1024} * 1024;
+
 bool replayable(std::string_view method) { return method == "GET" || method == "HEAD"; }
+
+template <typename Fields>
+PoolAnswer answer_of(const http::response_header<Fields>& response) {
+  PoolAnswer answer;
+  answer.status = static_cast<int>(response.result_int());
+  if (auto found = response.find(http::field::content_type); found != response.end())
+    answer.content_type = std::string(found->value());
+  if (auto found = response.find(http::field::retry_after); found != response.end())
+    answer.retry_after = std::string(found->value());
+  return answer;
+}
 
 PoolFailure failure_at(PoolFailure::Stage stage, boost::system::error_code code, const std::stop_token& stop,
                        Clock::time_point deadline) {
@@ -229,11 +251,32 @@ std::variant<PoolAnswer, PoolFailure> ConnectionPool::exchange(Connection& conne
                                                                const std::stop_token& stop,
                                                                Clock::time_point deadline,
                                                                ExchangeState& state) {
-  auto failure = [&stop, deadline](PoolFailure::Stage stage, boost::system::error_code code) {
-    return failure_at(stage, code, stop, deadline);
-  };
   state = ExchangeState{};
+  if (auto failure = write_request(connection, request, stop, deadline)) return *failure;
 
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kNoBodyLimit);  // a list of ten thousand objects is tens of MiB
+  auto error = connection.run(
+      stop, [&connection] { connection.tcp().cancel(); },
+      [&](auto handler) {
+        http::async_read(connection.stream, connection.buffer, parser,
+                         [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
+      });
+  if (error) {
+    state.answer_started = parser.got_some();
+    return failure_at(PoolFailure::Stage::Read, error, stop, deadline);
+  }
+  auto& response = parser.get();
+  PoolAnswer answer = answer_of(response);
+  answer.body = std::move(response.body());
+  state.answer_started = true;
+  state.keep_alive = response.keep_alive();
+  return answer;
+}
+
+std::optional<PoolFailure> ConnectionPool::write_request(Connection& connection, const PoolRequest& request,
+                                                         const std::stop_token& stop,
+                                                         Clock::time_point deadline) {
   http::request<http::span_body<const char>> message;
   message.method_string(beast::string_view(request.method.data(), request.method.size()));
   if (endpoint_.path_prefix.empty()) {
@@ -253,35 +296,83 @@ std::variant<PoolAnswer, PoolFailure> ConnectionPool::exchange(Connection& conne
   message.body() = beast::span<const char>(request.body.data(), request.body.size());
   message.prepare_payload();
 
-  auto cancel_tcp = [&connection] { connection.tcp().cancel(); };
   connection.tcp().expires_at(deadline);
-  if (auto error = connection.run(stop, cancel_tcp, [&](auto handler) {
-        http::async_write(connection.stream, message,
-                          [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
-      }))
-    return failure(PoolFailure::Stage::Write, error);
+  if (auto error = connection.run(
+          stop, [&connection] { connection.tcp().cancel(); },
+          [&](auto handler) {
+            http::async_write(
+                connection.stream, message,
+                [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
+          }))
+    return failure_at(PoolFailure::Stage::Write, error, stop, deadline);
+  return std::nullopt;
+}
 
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(boost::none);  // a list of ten thousand objects is tens of MiB
-  auto error = connection.run(stop, cancel_tcp, [&](auto handler) {
-    http::async_read(connection.stream, connection.buffer, parser,
-                     [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
-  });
-  if (error) {
-    state.answer_started = parser.got_some();
-    return failure(PoolFailure::Stage::Read, error);
+std::variant<PoolStreamEnd, PoolFailure> ConnectionPool::stream(
+    const PoolRequest& request, const PoolChunkHandler& on_chunk,
+    const std::function<void(int status)>& on_header, const std::stop_token& stop,
+    Clock::time_point open_deadline, std::chrono::milliseconds idle_timeout) {
+  // A stream holds its connection for as long as it lasts: always a new one, closed at the end.
+  auto connection = std::make_unique<Connection>(*tls_);
+  {
+    std::lock_guard lock(mutex_);
+    ++opened_;
   }
-  auto& response = parser.get();
-  PoolAnswer answer;
-  answer.status = static_cast<int>(response.result_int());
-  if (auto found = response.find(http::field::content_type); found != response.end())
-    answer.content_type = std::string(found->value());
-  if (auto found = response.find(http::field::retry_after); found != response.end())
-    answer.retry_after = std::string(found->value());
-  answer.body = std::move(response.body());
-  state.answer_started = true;
-  state.keep_alive = response.keep_alive();
-  return answer;
+  if (auto failure = open(*connection, stop, open_deadline)) return *failure;
+  if (auto failure = write_request(*connection, request, stop, open_deadline)) return *failure;
+
+  auto cancel_tcp = [&connection] { connection->tcp().cancel(); };
+  http::response_parser<http::buffer_body> parser;
+  parser.body_limit(kNoBodyLimit);  // a watch has no end
+  if (auto error = connection->run(stop, cancel_tcp, [&](auto handler) {
+        http::async_read_header(
+            connection->stream, connection->buffer, parser,
+            [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
+      }))
+    return failure_at(PoolFailure::Stage::Read, error, stop, open_deadline);
+
+  PoolStreamEnd end;
+  end.answer = answer_of(parser.get());
+  if (on_header) on_header(end.answer.status);
+  const bool refused = end.answer.status < 200 || end.answer.status > 299;
+  // A refusal's body is a small Status object; a stream's body goes to the handler in pieces.
+  std::string received;
+  std::vector<char> piece(refused ? kRefusalPiece : kStreamPiece);
+  while (!parser.is_done()) {
+    parser.get().body().data = piece.data();
+    parser.get().body().size = piece.size();
+    if (refused) {
+      connection->tcp().expires_at(open_deadline);
+    } else {
+      connection->tcp().expires_after(idle_timeout);
+    }
+    auto error = connection->run(stop, cancel_tcp, [&](auto handler) {
+      http::async_read_some(
+          connection->stream, connection->buffer, parser,
+          [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
+    });
+    if (error == http::error::need_buffer) error = {};
+    if (error) {
+      PoolFailure failure{PoolFailure::Stage::Read, error};
+      failure.cancelled = stop.stop_requested();
+      failure.timed_out = !failure.cancelled && error == beast::error::timeout;
+      failure.streaming = !refused;
+      return failure;
+    }
+    const std::size_t got = piece.size() - parser.get().body().size;
+    if (got == 0) continue;
+    if (refused) {
+      if (received.size() < kRefusalBodyLimit) received.append(piece.data(), got);
+    } else if (!on_chunk(std::string_view(piece.data(), got))) {
+      end.kind = PoolStreamEnd::Kind::StoppedByHandler;
+      return end;
+    }
+  }
+  if (refused) {
+    end.kind = PoolStreamEnd::Kind::Refused;
+    end.answer.body = std::move(received);
+  }
+  return end;
 }
 
 }  // namespace myop::kube

@@ -1,11 +1,12 @@
 // HTTP/1.1 over TLS to one server, on the calling thread: a pool of keep-alive connections, each with
 // its own Asio io_context that only the thread holding the connection runs.
 //
-// The transport sends its unary requests (GET, POST, PATCH, PUT, DELETE) through this pool; watches keep
-// cpprestsdk's streaming client. A request here costs no thread hand-off: resolve, connect, handshake,
-// write and read run as Asio operations on the caller's own io_context, so the thread that asked is the
-// thread that waits in epoll and parses the answer. (cpprestsdk's task chains crossed threads three or
-// four times per request; that was 44 % of the operator's samples in a perf profile of an update storm.)
+// The transport sends its requests (GET, POST, PATCH, PUT, DELETE) and its watch streams through this
+// pool. Neither costs a thread hand-off: resolve, connect, handshake, write and read run as Asio
+// operations on the caller's own io_context, so the thread that asked is the thread that waits in epoll
+// and parses the answer. (cpprestsdk's task chains crossed threads three or four times per request and
+// twice per chunk of a watch; that was 44 % of the operator's samples in a perf profile of an update
+// storm. Its watch connections also loaded the system trust store, 140 certificates, on every connect.)
 //
 // Connections are kept while the server keeps them alive. Before reuse an idle connection is checked for
 // a pending close from the server (a readable socket), and one idle for longer than `max_idle_time` is
@@ -17,6 +18,7 @@
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -64,9 +66,25 @@ struct PoolFailure {
   };
   Stage stage = Stage::Read;
   boost::system::error_code code;
-  bool timed_out = false;  // the deadline passed during this stage
+  bool timed_out = false;  // the deadline (for a stream's body: the idle timeout) passed during this stage
   bool cancelled = false;  // the stop token was triggered
+  bool streaming = false;  // a stream failed after its 2xx header: nothing to retry
 };
+
+// How a stream ended when no failure ended it.
+struct PoolStreamEnd {
+  enum class Kind {
+    ServerClosed,      // the server ended the body
+    StoppedByHandler,  // the chunk handler returned false
+    Refused,           // a non-2xx answer: `answer` holds it, body included
+  };
+  Kind kind = Kind::ServerClosed;
+  PoolAnswer answer;  // status and headers of the answer; the body only when Refused
+};
+
+// Receives a stream's body as it arrives (chunked encoding removed), in pieces of any size. Return false
+// to stop reading.
+using PoolChunkHandler = std::function<bool(std::string_view chunk)>;
 
 struct PoolOptions {
   std::size_t max_idle = 64;                                     // idle connections kept
@@ -86,6 +104,17 @@ class ConnectionPool {
   std::variant<PoolAnswer, PoolFailure> send(const PoolRequest& request, const std::stop_token& stop,
                                              std::chrono::steady_clock::time_point deadline);
 
+  // Opens `request` on a connection of its own and hands the body to `on_chunk` as it arrives, on the
+  // calling thread; `on_header` sees the status as soon as it is known. The header must arrive before
+  // `open_deadline`; after it, no byte for `idle_timeout` ends the stream as timed out. The connection is
+  // closed at the end. Exceptions of the handlers propagate.
+  std::variant<PoolStreamEnd, PoolFailure> stream(const PoolRequest& request,
+                                                  const PoolChunkHandler& on_chunk,
+                                                  const std::function<void(int status)>& on_header,
+                                                  const std::stop_token& stop,
+                                                  std::chrono::steady_clock::time_point open_deadline,
+                                                  std::chrono::milliseconds idle_timeout);
+
   // Connections opened since the pool was made (a test sees reuse in it).
   std::size_t connections_opened() const;
 
@@ -102,6 +131,9 @@ class ConnectionPool {
                                                  const std::stop_token& stop,
                                                  std::chrono::steady_clock::time_point deadline,
                                                  ExchangeState& state);
+  std::optional<PoolFailure> write_request(Connection& connection, const PoolRequest& request,
+                                           const std::stop_token& stop,
+                                           std::chrono::steady_clock::time_point deadline);
   std::optional<PoolFailure> open(Connection& connection, const std::stop_token& stop,
                                   std::chrono::steady_clock::time_point deadline);
 

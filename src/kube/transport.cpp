@@ -1,12 +1,8 @@
 #include "kube/transport.h"
 
-// spdlog (fmt) before cpprestsdk: cpprestsdk defines a macro U() that breaks fmt's templates.
-#include <spdlog/spdlog.h>
-// clang-format off
-#include <cpprest/http_client.h>
-// clang-format on
 #include <openssl/ssl.h>
 #include <openssl/x509_vfy.h>
+#include <spdlog/spdlog.h>
 
 #include <boost/asio/ssl.hpp>
 #include <condition_variable>
@@ -22,53 +18,13 @@ namespace myop::kube {
 namespace {
 
 using base::TimePoint;
-using web::http::http_request;
-using web::http::http_response;
-using web::http::client::http_client;
-using web::http::client::http_client_config;
-
-// ---- waiting on pplx tasks from a caller thread -------------------------------------------------------
-
-// Filled by the final, task-based continuation of a chain (which therefore observes every exception)
-// and waited for by the calling thread, which can give up on stop or deadline without blocking on pplx.
-template <typename T>
-struct Pending {
-  std::mutex mutex;
-  std::condition_variable_any changed;
-  bool done = false;
-  std::optional<T> value;
-  std::exception_ptr failure;
-
-  void finish(std::optional<T> result, std::exception_ptr error) {
-    {
-      std::lock_guard lock(mutex);
-      value = std::move(result);
-      failure = std::move(error);
-      done = true;
-    }
-    changed.notify_all();
-  }
-};
-
-enum class WaitOutcome { Done, Stopped, DeadlineExceeded };
-
-// Sleeps until done, stop or deadline, without polling: an idle watch waits here between chunks.
-template <typename T>
-WaitOutcome wait_for(const base::Clock& clock, Pending<T>& pending, const std::stop_token& stop,
-                     TimePoint deadline) {
-  std::unique_lock lock(pending.mutex);
-  if (clock.wait_until(pending.changed, lock, stop, deadline, [&pending] { return pending.done; }))
-    return WaitOutcome::Done;
-  return stop.stop_requested() ? WaitOutcome::Stopped : WaitOutcome::DeadlineExceeded;
-}
-
 std::string milliseconds_text(std::chrono::milliseconds duration) {
   return std::to_string(duration.count()) + " ms";
 }
 
 // ---- TLS ----------------------------------------------------------------------------------------------
 
-// What the last failed certificate verification said. OpenSSL's reason is lost by the time cpprestsdk
+// What the last failed certificate verification said. OpenSSL's reason is lost by the time Asio
 // reports "Error in SSL handshake", so a verify hook records it here for the error message.
 struct TlsDiagnostics {
   std::mutex mutex;
@@ -98,13 +54,13 @@ struct TlsMaterial {
 };
 
 // Throws boost::system::system_error on unusable material: called once up front (where it is caught and
-// reported) and then by cpprestsdk for every new connection.
+// reported) and then once per set of clients.
 void configure_tls(boost::asio::ssl::context& context, const TlsMaterial& material) {
   SSL_CTX* native = context.native_handle();
   SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
   if (!material.insecure_skip_tls_verify) {
     if (!material.ca_pem.empty()) {
-      // cpprestsdk has loaded the system trust store; a configured CA must be the only anchor.
+      // A configured CA must be the only anchor, whatever the context was given before.
       SSL_CTX_set_cert_store(native, X509_STORE_new());
       context.add_certificate_authority(boost::asio::buffer(material.ca_pem));
     }
@@ -149,12 +105,6 @@ std::optional<std::chrono::seconds> parse_retry_after(const std::string& value) 
   return std::nullopt;
 }
 
-std::optional<std::chrono::seconds> parse_retry_after(const web::http::http_headers& headers) {
-  auto found = headers.find("Retry-After");
-  if (found == headers.end()) return std::nullopt;
-  return parse_retry_after(found->second);
-}
-
 std::string host_of(const std::string& server) {
   std::string host = server;
   if (auto scheme = host.find("://"); scheme != std::string::npos) host = host.substr(scheme + 3);
@@ -163,9 +113,9 @@ std::string host_of(const std::string& server) {
 }
 
 // Where the connection pool connects, from an https:// URL ("https://[::1]:6443/prefix") and the
-// kubeconfig's tls-server-name. Sends the Host header and checks the name as cpprestsdk did: the
+// kubeconfig's tls-server-name. Sends the Host header and checks the name as kubectl does: the
 // tls-server-name when one is set, otherwise the URL's host.
-PoolEndpoint pool_endpoint(const ClientConfig& config) {
+Result<PoolEndpoint> pool_endpoint(const ClientConfig& config) {
   PoolEndpoint endpoint;
   const std::string authority = host_of(config.server);
   if (auto slash = config.server.find('/', config.server.find("://") + 3); slash != std::string::npos) {
@@ -184,6 +134,12 @@ PoolEndpoint pool_endpoint(const ClientConfig& config) {
     host = authority.substr(0, colon);
     endpoint.port = authority.substr(colon + 1);
   }
+  const bool numeric_port = !endpoint.port.empty() && endpoint.port.size() <= 5 &&
+                            endpoint.port.find_first_not_of("0123456789") == std::string::npos;
+  if (host.empty() || !numeric_port || std::stoi(endpoint.port) < 1 || std::stoi(endpoint.port) > 65535)
+    return make_error(
+        Reason::InvalidConfiguration,
+        "cannot use server URL " + config.server + ": it needs a host and, if any, a port from 1 to 65535");
   endpoint.host = host;
   endpoint.host_header = config.tls_server_name.empty() ? authority : config.tls_server_name;
   endpoint.tls_name = config.tls_server_name.empty() ? host : config.tls_server_name;
@@ -300,58 +256,37 @@ class HttpsTransport final : public Transport {
     for (int attempt = 0;; ++attempt) {
       auto prepared = prepare(request, stop, open_deadline);
       if (!prepared) return std::move(prepared).error();
-      const Credential& credential = prepared->credential;
-      const auto& clients = prepared->clients;
-      const http_request message = cpprest_request(request, prepared.value());
+      const Prepared& ready = prepared.value();
 
       const auto started = clock_->now();
-      pplx::cancellation_token_source cancellation;
-      auto headers = std::make_shared<Pending<http_response>>();
-      clients->streams->request(message, cancellation.get_token())
-          .then([headers](pplx::task<http_response> task) {
-            try {
-              headers->finish(task.get(), nullptr);
-            } catch (...) {
-              headers->finish(std::nullopt, std::current_exception());
-            }
-          });
-      const auto outcome = wait_for(*clock_, *headers, stop, open_deadline);
-      if (outcome != WaitOutcome::Done) {
-        cancellation.cancel();
-        if (outcome == WaitOutcome::Stopped)
-          return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
-        return make_error(Reason::Timeout, "no answer from " + config_.server + " to " + request.path +
-                                               " within " + milliseconds_text(open_timeout));
-      }
-      if (headers->failure) {
-        Error failure = error_from_exception(headers->failure, cancellation);
+      const PoolRequest pool_request{request.method, ready.target, &ready.headers, request.body,
+                                     ready.content_type};
+      auto outcome = ready.clients->pool->stream(
+          pool_request, on_chunk,
+          [&](int status) { observe_code(request.method, std::to_string(status), started); }, stop,
+          io_deadline(open_deadline), options.idle_timeout);
+
+      Error failure;
+      if (auto* broken = std::get_if<PoolFailure>(&outcome)) {
+        if (broken->streaming) return stream_failure(*broken, request, options);
         observe_code(request.method, "<error>", started);
-        auto delay = retry_.next_delay(attempt + 1, request.method, failure);
-        if (!delay || clock_->now() + *delay >= open_deadline) return failure;
-        if (!clock_->sleep_for(stop, *delay))
-          return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
-        continue;
-      }
-      http_response response = std::move(*headers->value);
-      const int status = response.status_code();
-      observe_code(request.method, std::to_string(status), started);
-      if (status < 200 || status > 299) {
-        auto body = read_whole_body(response, cancellation, stop, open_deadline);
-        cancellation.cancel();
-        if (status == 401 && !retried_unauthorized) {
-          credentials_->unauthorized(credential);
+        failure = error_from_pool(*broken, open_timeout);
+      } else {
+        auto& end = std::get<PoolStreamEnd>(outcome);
+        if (end.kind == PoolStreamEnd::Kind::ServerClosed) return StreamEnd::ServerClosed;
+        if (end.kind == PoolStreamEnd::Kind::StoppedByHandler) return StreamEnd::StoppedByHandler;
+        if (end.answer.status == 401 && !retried_unauthorized) {
+          credentials_->unauthorized(ready.credential);
           retried_unauthorized = true;
           continue;
         }
-        Error failure = error_from_response(status, body ? body.value() : std::string());
-        if (auto retry_after = parse_retry_after(response.headers())) failure.retry_after = retry_after;
-        auto delay = retry_.next_delay(attempt + 1, request.method, failure);
-        if (!delay || clock_->now() + *delay >= open_deadline) return failure;
-        if (!clock_->sleep_for(stop, *delay))
-          return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
-        continue;
+        failure = error_from_response(end.answer.status, end.answer.body);
+        if (auto retry_after = parse_retry_after(end.answer.retry_after)) failure.retry_after = retry_after;
       }
-      return read_stream(response, cancellation, request, on_chunk, stop, options);
+      auto delay = retry_.next_delay(attempt + 1, request.method, failure);
+      if (!delay || clock_->now() + *delay >= open_deadline) return failure;
+      if (!clock_->sleep_for(stop, *delay))
+        return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
     }
   }
 
@@ -360,7 +295,6 @@ class HttpsTransport final : public Transport {
     std::string client_certificate_pem;
     std::string client_key_pem;
     std::shared_ptr<ConnectionPool> pool;  // unary requests, on the calling thread
-    std::shared_ptr<http_client> streams;  // watches
   };
   struct Prepared {
     std::string target;  // path and encoded query
@@ -372,7 +306,7 @@ class HttpsTransport final : public Transport {
 
  public:
   // Builds (or rebuilds, when an exec plugin hands out a new client certificate) the connection pool for
-  // requests and the cpprestsdk client for streams, on the same TLS configuration.
+  // requests and streams.
   Result<std::shared_ptr<Clients>> clients_for(const Credential& credential) {
     std::string certificate = credential.client_certificate_pem.empty() ? config_.client_certificate_pem
                                                                         : credential.client_certificate_pem;
@@ -383,40 +317,26 @@ class HttpsTransport final : public Transport {
       return clients_;
 
     TlsMaterial material{config_.ca_pem, certificate, key, config_.insecure_skip_tls_verify, diagnostics_};
+    auto context = std::make_shared<boost::asio::ssl::context>(boost::asio::ssl::context::tls_client);
     try {
-      boost::asio::ssl::context probe(boost::asio::ssl::context::sslv23_client);
-      configure_tls(probe, material);
+      // The system trust store only when no CA is configured: 140 certificates parsed once, not per use.
+      if (config_.ca_pem.empty()) context->set_default_verify_paths();
+      configure_tls(*context, material);
     } catch (const std::exception& error) {
       return make_error(Reason::InvalidConfiguration,
                         "cannot set up TLS for " + config_.server + " (" + config_.source +
                             "): " + error.what() +
                             "; check the certificate-authority and the client certificate and key");
     }
-    auto make_client = [&](std::chrono::seconds idle_timeout) {
-      http_client_config client_config;
-      client_config.set_timeout(idle_timeout);
-      client_config.set_validate_certificates(!config_.insecure_skip_tls_verify);
-      client_config.set_ssl_context_callback(
-          [material](boost::asio::ssl::context& context) { configure_tls(context, material); });
-      return std::make_shared<http_client>(utility::conversions::to_string_t(config_.server), client_config);
-    };
     auto clients = std::make_shared<Clients>();
     clients->client_certificate_pem = std::move(certificate);
     clients->client_key_pem = std::move(key);
-    try {
-      auto context = std::make_shared<boost::asio::ssl::context>(boost::asio::ssl::context::tls_client);
-      if (config_.ca_pem.empty()) context->set_default_verify_paths();
-      configure_tls(*context, material);
-      PoolOptions pool_options;
-      pool_options.max_idle = static_cast<std::size_t>(std::max(1, options_.max_requests_in_flight));
-      clients->pool =
-          std::make_shared<ConnectionPool>(pool_endpoint(config_), std::move(context), pool_options);
-      // cpprestsdk's timeout is per client and is an idle timeout: streams enforce their own idle limit.
-      clients->streams = make_client(std::chrono::hours(2));
-    } catch (const std::exception& error) {
-      return make_error(Reason::InvalidConfiguration,
-                        "cannot use server URL " + config_.server + ": " + error.what());
-    }
+    PoolOptions pool_options;
+    pool_options.max_idle = static_cast<std::size_t>(std::max(1, options_.max_requests_in_flight));
+    auto endpoint = pool_endpoint(config_);
+    if (!endpoint) return std::move(endpoint).error();
+    clients->pool =
+        std::make_shared<ConnectionPool>(std::move(endpoint).value(), std::move(context), pool_options);
     clients_ = clients;
     return clients;
   }
@@ -458,34 +378,22 @@ class HttpsTransport final : public Transport {
     return prepared;
   }
 
-  http_request cpprest_request(const Request& request, const Prepared& prepared) const {
-    http_request message(utility::conversions::to_string_t(request.method));
-    message.set_request_uri(utility::conversions::to_string_t(prepared.target));
-    auto& headers = message.headers();
-    for (const auto& [name, value] : prepared.headers) headers.add(name, value);
-    // cpprestsdk takes SNI and the certificate name from the Host header when one is set.
-    if (!config_.tls_server_name.empty()) headers.add("Host", config_.tls_server_name);
-    if (!prepared.content_type.empty()) {
-      message.set_body(std::string(request.body), prepared.content_type);
-      headers.set_content_type(prepared.content_type);
-    }
-    return message;
-  }
-
   Result<HttpAnswer> execute(ConnectionPool& pool, const Request& request, const Prepared& prepared,
                              const std::stop_token& stop, TimePoint deadline,
                              std::chrono::milliseconds timeout) {
     const PoolRequest pool_request{request.method, prepared.target, &prepared.headers, request.body,
                                    prepared.content_type};
-    // The pool's I/O runs on the steady clock; the deadline is this transport's clock's.
-    const auto io_deadline =
-        std::chrono::steady_clock::now() +
-        std::chrono::duration_cast<std::chrono::steady_clock::duration>(deadline - clock_->now());
-    auto outcome = pool.send(pool_request, stop, io_deadline);
+    auto outcome = pool.send(pool_request, stop, io_deadline(deadline));
     if (auto* answer = std::get_if<PoolAnswer>(&outcome))
       return HttpAnswer{answer->status, std::move(answer->body), std::move(answer->content_type),
                         parse_retry_after(answer->retry_after)};
     return error_from_pool(std::get<PoolFailure>(outcome), timeout);
+  }
+
+  // The pool's I/O runs on the steady clock; deadlines are this transport's clock's.
+  std::chrono::steady_clock::time_point io_deadline(TimePoint deadline) const {
+    return std::chrono::steady_clock::now() +
+           std::chrono::duration_cast<std::chrono::steady_clock::duration>(deadline - clock_->now());
   }
 
   Error error_from_pool(const PoolFailure& failure, std::chrono::milliseconds timeout) {
@@ -535,120 +443,15 @@ class HttpsTransport final : public Transport {
            "server must trust its issuer";
   }
 
-  Result<std::string> read_whole_body(http_response& response, pplx::cancellation_token_source& cancellation,
-                                      const std::stop_token& stop, TimePoint deadline) {
-    auto pending = std::make_shared<Pending<std::string>>();
-    response.extract_utf8string(true).then([pending](pplx::task<std::string> body) {
-      try {
-        pending->finish(body.get(), nullptr);
-      } catch (...) {
-        pending->finish(std::nullopt, std::current_exception());
-      }
-    });
-    if (wait_for(*clock_, *pending, stop, deadline) != WaitOutcome::Done) {
-      cancellation.cancel();
-      return make_error(Reason::Timeout, "the error body did not arrive");
-    }
-    if (pending->failure) return error_from_exception(pending->failure, cancellation);
-    return std::move(*pending->value);
-  }
-
-  // Waits for one byte (never a fixed-size read, which would block on a quiet watch), then takes
-  // whatever else has already arrived, and hands it over as one chunk.
-  Result<StreamEnd> read_stream(http_response& response, pplx::cancellation_token_source& cancellation,
-                                const Request& request, const ChunkHandler& on_chunk,
-                                const std::stop_token& stop, const StreamOptions& options) {
-    using Buffer = concurrency::streams::streambuf<uint8_t>;
-    Buffer buffer = response.body().streambuf();
-    std::string chunk;
-    for (;;) {
-      auto next = std::make_shared<Pending<Buffer::int_type>>();
-      // The continuation holds the buffer: after a cancel it may run when this frame is long gone.
-      buffer.bumpc().then([next, buffer](pplx::task<Buffer::int_type> task) {
-        try {
-          next->finish(task.get(), nullptr);
-        } catch (...) {
-          next->finish(std::nullopt, std::current_exception());
-        }
-      });
-      const auto outcome = wait_for(*clock_, *next, stop, clock_->now() + options.idle_timeout);
-      if (outcome == WaitOutcome::Stopped) {
-        cancellation.cancel();
-        return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
-      }
-      if (outcome == WaitOutcome::DeadlineExceeded) {
-        cancellation.cancel();
-        return make_error(Reason::Timeout, "no data on " + request.path + " for " +
-                                               milliseconds_text(options.idle_timeout) +
-                                               "; the connection is considered dead");
-      }
-      if (next->failure) {
-        Error failure = error_from_exception(next->failure, cancellation);
-        failure.message = "the stream " + request.path + " broke: " + failure.message;
-        return failure;
-      }
-      const auto first = *next->value;
-      if (first == Buffer::traits::eof()) return StreamEnd::ServerClosed;
-      chunk.assign(1, static_cast<char>(first));
-      const std::size_t available = buffer.in_avail();
-      if (available > 0) {
-        chunk.resize(1 + available);
-        // Satisfied synchronously: the bytes are already in the buffer.
-        const std::size_t read = buffer.getn(reinterpret_cast<uint8_t*>(chunk.data() + 1), available).get();
-        chunk.resize(1 + read);
-      }
-      bool keep_reading = false;
-      try {
-        keep_reading = on_chunk(chunk);
-      } catch (...) {
-        cancellation.cancel();
-        throw;
-      }
-      if (!keep_reading) {
-        cancellation.cancel();
-        return StreamEnd::StoppedByHandler;
-      }
-    }
-  }
-
-  Error error_from_exception(const std::exception_ptr& failure,
-                             const pplx::cancellation_token_source& cancellation) {
-    std::string what = "unknown failure";
-    std::string code_text;
-    try {
-      std::rethrow_exception(failure);
-    } catch (const pplx::task_canceled&) {
-      return make_error(Reason::Cancelled, "request to " + config_.server + " cancelled");
-    } catch (const web::http::http_exception& error) {
-      what = error.what();
-      if (error.error_code()) code_text = error.error_code().message();
-      if (error.error_code() == std::errc::timed_out)
-        return make_error(Reason::Timeout, "no data from " + config_.server + " (idle timeout)");
-    } catch (const std::exception& error) {
-      what = error.what();
-    } catch (...) {
-    }
-    if (cancellation.get_token().is_canceled())
-      return make_error(Reason::Cancelled, "request to " + config_.server + " cancelled");
-
-    Error error = make_error(Reason::Transport, "");
-    if (what.find("SSL handshake") != std::string::npos) {
-      error.message = tls_failure_message();
-      error.request_not_sent = true;
-    } else if (what.find("connect") != std::string::npos || what.find("resolv") != std::string::npos) {
-      error.message = "cannot connect to " + config_.server + ": " + what +
-                      (code_text.empty() ? "" : " (" + code_text + ")");
-      error.request_not_sent = true;
-    } else if (what.find("Failed to write request") != std::string::npos) {
-      // The server acts only on a complete request; one we could not finish writing was not acted on.
-      error.message = "connection to " + config_.server + " broke while sending: " + what +
-                      (code_text.empty() ? "" : " (" + code_text + ")");
-      error.request_not_sent = true;
-    } else {
-      error.message = "connection to " + config_.server + " failed: " + what +
-                      (code_text.empty() ? "" : " (" + code_text + ")");
-    }
-    return error;
+  // A stream that broke after its 2xx header: the watcher decides what comes next.
+  static Error stream_failure(const PoolFailure& failure, const Request& request,
+                              const StreamOptions& options) {
+    if (failure.cancelled) return make_error(Reason::Cancelled, "watch " + request.path + " cancelled");
+    if (failure.timed_out)
+      return make_error(Reason::Timeout, "no data on " + request.path + " for " +
+                                             milliseconds_text(options.idle_timeout) +
+                                             "; the connection is considered dead");
+    return make_error(Reason::Transport, "the stream " + request.path + " broke: " + failure.code.message());
   }
 
   void observe(const std::string& method, const Result<HttpAnswer>& answer, TimePoint started) {

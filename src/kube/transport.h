@@ -2,12 +2,8 @@
 // read for watches.
 //
 // `Transport` is the narrow interface the REST client and the watch build on; tests substitute a fake.
-// `make_https_transport` builds the real one on cpprestsdk. Calls block the calling thread (never call
-// them from inside a pplx continuation); every pplx task inside ends in a continuation that observes its
-// exception, so nothing escapes as an abort.
-//
-// crossplat::threadpool::initialize_with_threads(n) must run before the first transport is made if the
-// process wants a pool size other than cpprestsdk's default of 40.
+// `make_https_transport` builds the real one on a connection pool (kube/connection_pool.h) that the calling
+// thread drives itself: calls block the calling thread, and no other thread works for them.
 #pragma once
 
 #include <chrono>
@@ -90,8 +86,8 @@ struct TransportOptions {
   int burst = 100;
   std::string user_agent = "kube-client-cpp";  // the program sets its own, e.g. "my-operator/0.1.0"
   std::chrono::milliseconds default_timeout{std::chrono::seconds(30)};
-  // cpprestsdk opens one TLS connection per in-flight request and never bounds its pool: at most this
-  // many requests (streams not counted) are in flight at once; the rest wait, within their deadline.
+  // At most this many requests (streams not counted) are in flight at once, each on a connection of its
+  // own (kept afterwards, up to this many idle); the rest wait, within their deadline.
   int max_requests_in_flight = 64;
   RetrySettings retry{};
   std::shared_ptr<RequestMetricsObserver> metrics;  // may be null

@@ -410,6 +410,7 @@ TEST_CASE("the raw watch stream delivers events as chunks and stops on request",
     auto ended =
         nobody.watch(type, ns.name(), WatchOptions{}, [&](std::string_view) { return called = true; });
     REQUIRE_FALSE(ended.ok());
+    INFO(ended.error().to_string());
     CHECK(ended.error().reason == Reason::Forbidden);
     CHECK(ended.error().message.find("myop-stream-nobody") != std::string::npos);
     CHECK_FALSE(called);
