@@ -60,6 +60,9 @@ struct Error {
   // True when the request certainly never reached the API server (connect refused, DNS, TLS handshake),
   // so even a non-idempotent verb may be sent again.
   bool request_not_sent = false;
+  // True when sending it again cannot help: the server's certificate failed verification (a wrong CA or
+  // server name), which only a change of configuration fixes. Never retried.
+  bool permanent = false;
 
   // "Conflict (HTTP 409): Operation cannot be fulfilled on configmaps \"a\": ...; causes: ..."
   std::string to_string() const;

@@ -27,6 +27,7 @@ RetryPolicy::RetryPolicy(Settings settings, std::function<double()> random)
       random_(random ? std::move(random) : std::function<double()>(default_random)) {}
 
 bool RetryPolicy::is_retryable(std::string_view method, const Error& error) {
+  if (error.permanent) return false;
   if (error.request_not_sent)
     return error.reason != Reason::Cancelled && error.reason != Reason::InvalidConfiguration;
   switch (error.reason) {

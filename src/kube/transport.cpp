@@ -411,10 +411,15 @@ class HttpsTransport final : public Transport {
         error.message = "cannot connect to " + config_.server + ": " + what;
         error.request_not_sent = true;
         break;
-      case Stage::Handshake:
-        error.message = tls_failure_message();
+      case Stage::Handshake: {
+        std::string verification = take_verification_failure();
+        // A certificate that fails verification fails the same way next time; a handshake cut off
+        // (the server restarting) may not.
+        error.permanent = !verification.empty();
+        error.message = tls_failure_message(verification);
         error.request_not_sent = true;
         break;
+      }
       case Stage::Write:
         // The server acts only on a complete request; one we could not finish writing was not acted on.
         error.message = "connection to " + config_.server + " broke while sending: " + what;
@@ -427,12 +432,13 @@ class HttpsTransport final : public Transport {
     return error;
   }
 
-  std::string tls_failure_message() {
-    std::string reason;
-    {
-      std::lock_guard lock(diagnostics_->mutex);
-      reason = std::exchange(diagnostics_->last_failure, std::string());
-    }
+  // Why the last certificate verification failed, once; empty when none failed since.
+  std::string take_verification_failure() {
+    std::lock_guard lock(diagnostics_->mutex);
+    return std::exchange(diagnostics_->last_failure, std::string());
+  }
+
+  std::string tls_failure_message(const std::string& reason) const {
     const std::string name = config_.tls_server_name.empty() ? host_ : config_.tls_server_name;
     return "TLS handshake with " + config_.server + " failed" +
            (reason.empty() ? std::string() : ": " + reason) + ". The server certificate must be signed by " +

@@ -90,6 +90,17 @@ TEST_CASE("connection failures: idempotent verbs, or any verb when nothing was s
   CHECK(policy.next_delay(1, "PATCH", refused));
 }
 
+TEST_CASE("a certificate that failed verification is not retried, whatever the verb", "[kube][retry]") {
+  auto policy = no_jitter();
+  Error untrusted = error_with(Reason::Transport, 0);
+  untrusted.request_not_sent = true;
+  untrusted.permanent = true;
+  for (const char* method : {"GET", "PUT", "POST", "PATCH", "DELETE"})
+    CHECK_FALSE(policy.next_delay(1, method, untrusted));
+  untrusted.retry_after = 1s;  // not even when asked to come back
+  CHECK_FALSE(policy.next_delay(1, "GET", untrusted));
+}
+
 TEST_CASE("answers that retrying cannot fix are not retried", "[kube][retry]") {
   auto policy = no_jitter();
   for (auto reason :
