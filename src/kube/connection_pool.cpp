@@ -18,6 +18,7 @@
 #include <boost/beast/http/string_body.hpp>
 #include <boost/beast/http/write.hpp>
 #include <boost/beast/ssl/ssl_stream.hpp>
+#include <charconv>
 #include <cstdint>
 #include <functional>
 #include <limits>
@@ -110,6 +111,13 @@ struct ConnectionPool::Connection {
     return result;
   }
 
+  // The same for an operation on the stream: a stop cancels the TCP stream's pending operations.
+  template <typename Start>
+  boost::system::error_code run(const std::stop_token& stop, Start&& start) {
+    return run(
+        stop, [this] { tcp().cancel(); }, std::forward<Start>(start));
+  }
+
   // The server closed the idle connection (EOF or a TLS close_notify is readable), or sent something
   // unasked: either way it cannot carry a request.
   bool closed_by_peer() {
@@ -121,7 +129,15 @@ struct ConnectionPool::Connection {
 
 ConnectionPool::ConnectionPool(PoolEndpoint endpoint, std::shared_ptr<asio::ssl::context> tls,
                                PoolOptions options)
-    : endpoint_(std::move(endpoint)), tls_(std::move(tls)), options_(options) {}
+    : endpoint_(std::move(endpoint)), tls_(std::move(tls)), options_(options) {
+  boost::system::error_code error;
+  const auto address = asio::ip::make_address(endpoint_.host, error);
+  std::uint16_t port = 0;
+  const char* end = endpoint_.port.data() + endpoint_.port.size();
+  // Anything else (a name, or a port that is not a number) goes to the resolver, which reports it.
+  if (!error && std::from_chars(endpoint_.port.data(), end, port).ptr == end && port != 0)
+    literal_address_ = asio::ip::tcp::endpoint(address, port);
+}
 
 ConnectionPool::~ConnectionPool() = default;
 
@@ -154,49 +170,21 @@ void ConnectionPool::give_back(std::unique_ptr<Connection> connection) {
 
 std::optional<PoolFailure> ConnectionPool::open(Connection& connection, const std::stop_token& stop,
                                                 Clock::time_point deadline) {
-  auto failure = [&stop, deadline](PoolFailure::Stage stage, boost::system::error_code code) {
-    return failure_at(stage, code, stop, deadline);
-  };
-
-  asio::ip::tcp::resolver resolver(connection.io);
-  asio::ip::tcp::resolver::results_type endpoints;
-  {
-    asio::steady_timer timer(connection.io, deadline);
-    bool resolved = false;
-    timer.async_wait([&resolver, &resolved](boost::system::error_code error) {
-      if (!error && !resolved) resolver.cancel();
-    });
-    auto error = connection.run(
-        stop,
-        [&resolver, &timer] {
-          resolver.cancel();
-          timer.cancel();
-        },
-        [&](auto handler) {
-          resolver.async_resolve(endpoint_.host, endpoint_.port,
-                                 [&, handler](boost::system::error_code code,
-                                              asio::ip::tcp::resolver::results_type results) mutable {
-                                   resolved = true;
-                                   timer.cancel();
-                                   endpoints = std::move(results);
-                                   handler(code);
-                                 });
-        });
-    // Let the cancelled timer's handler run before the timer and resolver go away.
-    connection.io.restart();
-    connection.io.poll();
-    if (error) return failure(PoolFailure::Stage::Resolve, error);
+  std::vector<asio::ip::tcp::endpoint> endpoints;
+  if (literal_address_) {
+    endpoints.push_back(*literal_address_);
+  } else if (auto error = resolve(connection, stop, deadline, endpoints)) {
+    return failure_at(PoolFailure::Stage::Resolve, error, stop, deadline);
   }
 
   connection.tcp().expires_at(deadline);
-  auto cancel_tcp = [&connection] { connection.tcp().cancel(); };
-  if (auto error = connection.run(stop, cancel_tcp, [&](auto handler) {
+  if (auto error = connection.run(stop, [&](auto handler) {
         connection.tcp().async_connect(
             endpoints, [handler](boost::system::error_code code, const asio::ip::tcp::endpoint&) mutable {
               handler(code);
             });
       }))
-    return failure(PoolFailure::Stage::Connect, error);
+    return failure_at(PoolFailure::Stage::Connect, error, stop, deadline);
   connection.tcp().socket().set_option(asio::ip::tcp::no_delay(true));
 
   SSL* ssl = connection.stream.native_handle();
@@ -207,11 +195,52 @@ std::optional<PoolFailure> ConnectionPool::open(Connection& connection, const st
   } else {
     connection.stream.set_verify_mode(asio::ssl::verify_none);
   }
-  if (auto error = connection.run(stop, cancel_tcp, [&](auto handler) {
+  if (auto error = connection.run(stop, [&](auto handler) {
         connection.stream.async_handshake(asio::ssl::stream_base::client, handler);
       }))
-    return failure(PoolFailure::Stage::Handshake, error);
+    return failure_at(PoolFailure::Stage::Handshake, error, stop, deadline);
   return std::nullopt;
+}
+
+// Asio's resolver runs getaddrinfo on a thread of its own per io_context, kept as long as the
+// connection: only a host name comes here, never an IP address.
+boost::system::error_code ConnectionPool::resolve(Connection& connection, const std::stop_token& stop,
+                                                  Clock::time_point deadline,
+                                                  std::vector<asio::ip::tcp::endpoint>& endpoints) {
+  asio::ip::tcp::resolver resolver(connection.io);
+  asio::steady_timer timer(connection.io, deadline);
+  bool resolved = false;
+  timer.async_wait([&resolver, &resolved](boost::system::error_code error) {
+    if (!error && !resolved) resolver.cancel();
+  });
+  auto error = connection.run(
+      stop,
+      [&resolver, &timer] {
+        resolver.cancel();
+        timer.cancel();
+      },
+      [&](auto handler) {
+        resolver.async_resolve(endpoint_.host, endpoint_.port,
+                               [&, handler](boost::system::error_code code,
+                                            const asio::ip::tcp::resolver::results_type& results) mutable {
+                                 resolved = true;
+                                 timer.cancel();
+                                 for (const auto& entry : results) endpoints.push_back(entry.endpoint());
+                                 handler(code);
+                               });
+      });
+  // Let the cancelled timer's handler run before the timer and resolver go away.
+  connection.io.restart();
+  connection.io.poll();
+  return error;
+}
+
+std::unique_ptr<ConnectionPool::Connection> ConnectionPool::new_connection() {
+  {
+    std::lock_guard lock(mutex_);
+    ++opened_;
+  }
+  return std::make_unique<Connection>(*tls_);
 }
 
 std::variant<PoolAnswer, PoolFailure> ConnectionPool::send(const PoolRequest& request,
@@ -221,11 +250,7 @@ std::variant<PoolAnswer, PoolFailure> ConnectionPool::send(const PoolRequest& re
     auto connection = take_idle();
     const bool reused = connection != nullptr;
     if (!reused) {
-      connection = std::make_unique<Connection>(*tls_);
-      {
-        std::lock_guard lock(mutex_);
-        ++opened_;
-      }
+      connection = new_connection();
       if (auto failure = open(*connection, stop, deadline)) return *failure;
     }
     ExchangeState state;
@@ -256,12 +281,10 @@ std::variant<PoolAnswer, PoolFailure> ConnectionPool::exchange(Connection& conne
 
   http::response_parser<http::string_body> parser;
   parser.body_limit(kNoBodyLimit);  // a list of ten thousand objects is tens of MiB
-  auto error = connection.run(
-      stop, [&connection] { connection.tcp().cancel(); },
-      [&](auto handler) {
-        http::async_read(connection.stream, connection.buffer, parser,
-                         [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
-      });
+  auto error = connection.run(stop, [&](auto handler) {
+    http::async_read(connection.stream, connection.buffer, parser,
+                     [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
+  });
   if (error) {
     state.answer_started = parser.got_some();
     return failure_at(PoolFailure::Stage::Read, error, stop, deadline);
@@ -297,13 +320,10 @@ std::optional<PoolFailure> ConnectionPool::write_request(Connection& connection,
   message.prepare_payload();
 
   connection.tcp().expires_at(deadline);
-  if (auto error = connection.run(
-          stop, [&connection] { connection.tcp().cancel(); },
-          [&](auto handler) {
-            http::async_write(
-                connection.stream, message,
-                [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
-          }))
+  if (auto error = connection.run(stop, [&](auto handler) {
+        http::async_write(connection.stream, message,
+                          [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
+      }))
     return failure_at(PoolFailure::Stage::Write, error, stop, deadline);
   return std::nullopt;
 }
@@ -313,18 +333,13 @@ std::variant<PoolStreamEnd, PoolFailure> ConnectionPool::stream(
     const std::function<void(int status)>& on_header, const std::stop_token& stop,
     Clock::time_point open_deadline, std::chrono::milliseconds idle_timeout) {
   // A stream holds its connection for as long as it lasts: always a new one, closed at the end.
-  auto connection = std::make_unique<Connection>(*tls_);
-  {
-    std::lock_guard lock(mutex_);
-    ++opened_;
-  }
+  auto connection = new_connection();
   if (auto failure = open(*connection, stop, open_deadline)) return *failure;
   if (auto failure = write_request(*connection, request, stop, open_deadline)) return *failure;
 
-  auto cancel_tcp = [&connection] { connection->tcp().cancel(); };
   http::response_parser<http::buffer_body> parser;
   parser.body_limit(kNoBodyLimit);  // a watch has no end
-  if (auto error = connection->run(stop, cancel_tcp, [&](auto handler) {
+  if (auto error = connection->run(stop, [&](auto handler) {
         http::async_read_header(
             connection->stream, connection->buffer, parser,
             [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
@@ -346,16 +361,16 @@ std::variant<PoolStreamEnd, PoolFailure> ConnectionPool::stream(
     } else {
       connection->tcp().expires_after(idle_timeout);
     }
-    auto error = connection->run(stop, cancel_tcp, [&](auto handler) {
+    auto error = connection->run(stop, [&](auto handler) {
       http::async_read_some(
           connection->stream, connection->buffer, parser,
           [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
     });
     if (error == http::error::need_buffer) error = {};
     if (error) {
-      PoolFailure failure{PoolFailure::Stage::Read, error};
-      failure.cancelled = stop.stop_requested();
-      failure.timed_out = !failure.cancelled && error == beast::error::timeout;
+      // A stream's body has no deadline, only the idle timeout (the expiry's timeout error).
+      PoolFailure failure = failure_at(PoolFailure::Stage::Read, error, stop,
+                                       refused ? open_deadline : Clock::time_point::max());
       failure.streaming = !refused;
       return failure;
     }

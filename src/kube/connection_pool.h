@@ -14,6 +14,7 @@
 // (the connection fails before any byte of the answer arrived), it is sent once more on a new connection.
 #pragma once
 
+#include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/system/error_code.hpp>
 #include <chrono>
@@ -134,12 +135,17 @@ class ConnectionPool {
   std::optional<PoolFailure> write_request(Connection& connection, const PoolRequest& request,
                                            const std::stop_token& stop,
                                            std::chrono::steady_clock::time_point deadline);
+  std::unique_ptr<Connection> new_connection();
+  boost::system::error_code resolve(Connection& connection, const std::stop_token& stop,
+                                    std::chrono::steady_clock::time_point deadline,
+                                    std::vector<boost::asio::ip::tcp::endpoint>& endpoints);
   std::optional<PoolFailure> open(Connection& connection, const std::stop_token& stop,
                                   std::chrono::steady_clock::time_point deadline);
 
   const PoolEndpoint endpoint_;
   const std::shared_ptr<boost::asio::ssl::context> tls_;
   const PoolOptions options_;
+  std::optional<boost::asio::ip::tcp::endpoint> literal_address_;  // the host is an IP address: no resolver
   mutable std::mutex mutex_;
   std::vector<std::unique_ptr<Connection>> idle_;  // most recently used last
   std::size_t opened_ = 0;

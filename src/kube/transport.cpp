@@ -192,9 +192,7 @@ class HttpsTransport final : public Transport {
         clock_(options_.clock ? options_.clock : base::system_clock()),
         bucket_(options_.qps, options_.burst, clock_),
         in_flight_(options_.max_requests_in_flight, clock_),
-        retry_(options_.retry),
-        // Never freed: the verify hook of a pooled connection may outlive this transport.
-        diagnostics_(new TlsDiagnostics) {}
+        retry_(options_.retry) {}
 
   const std::string& host() const override { return host_; }
 
@@ -316,7 +314,7 @@ class HttpsTransport final : public Transport {
     if (clients_ && clients_->client_certificate_pem == certificate && clients_->client_key_pem == key)
       return clients_;
 
-    TlsMaterial material{config_.ca_pem, certificate, key, config_.insecure_skip_tls_verify, diagnostics_};
+    TlsMaterial material{config_.ca_pem, certificate, key, config_.insecure_skip_tls_verify, &diagnostics_};
     auto context = std::make_shared<boost::asio::ssl::context>(boost::asio::ssl::context::tls_client);
     try {
       // The system trust store only when no CA is configured: 140 certificates parsed once, not per use.
@@ -434,8 +432,8 @@ class HttpsTransport final : public Transport {
 
   // Why the last certificate verification failed, once; empty when none failed since.
   std::string take_verification_failure() {
-    std::lock_guard lock(diagnostics_->mutex);
-    return std::exchange(diagnostics_->last_failure, std::string());
+    std::lock_guard lock(diagnostics_.mutex);
+    return std::exchange(diagnostics_.last_failure, std::string());
   }
 
   std::string tls_failure_message(const std::string& reason) const {
@@ -477,7 +475,8 @@ class HttpsTransport final : public Transport {
   base::TokenBucket bucket_;
   InFlightLimit in_flight_;
   const RetryPolicy retry_;
-  TlsDiagnostics* const diagnostics_;
+  // Before the clients: their TLS context's verify hook writes here, so it must outlive them.
+  TlsDiagnostics diagnostics_;
   std::mutex clients_mutex_;
   std::shared_ptr<Clients> clients_;
 };

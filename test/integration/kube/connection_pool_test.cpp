@@ -190,6 +190,18 @@ TEST_CASE("pool: the certificate must name the server", "[integration][kube][poo
   CHECK(std::get<PoolAnswer>(good).status == 200);
 }
 
+TEST_CASE("pool: a host name is resolved before connecting", "[integration][kube][pool]") {
+  const auto config = admin_config();
+  PoolEndpoint named = endpoint_of(config);
+  const std::string address = named.host;
+  named.host = "localhost";  // from /etc/hosts: the resolver path, which an IP address skips
+  named.tls_name = address;  // the certificate names the address
+  ConnectionPool pool(named, admin_tls(config));
+  auto outcome = pool.send(get("/api/v1/namespaces/default"), {}, Clock::now() + 10s);
+  REQUIRE(std::holds_alternative<PoolAnswer>(outcome));
+  CHECK(std::get<PoolAnswer>(outcome).status == 200);
+}
+
 TEST_CASE("pool: nothing listening is a connect failure before the deadline", "[integration][kube][pool]") {
   const auto config = admin_config();
   PoolEndpoint closed_port = endpoint_of(config);
