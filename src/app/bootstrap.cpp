@@ -76,7 +76,6 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
   kube::ConfigSearch search;
   search.kubeconfig_path = options.kubeconfig;
   search.context = options.context;
-  search.allow_insecure_skip_tls_verify = options.allow_insecure_skip_tls_verify;
   auto config = kube::load_client_config(search);
   if (!config) return failure("no usable cluster configuration: " + config.error().message);
 

@@ -109,8 +109,6 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
   add("log-level", options.log_level, "trace|debug|info|warn|error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   add("log-format", options.log_format, "json|text")->check(CLI::IsMember({"json", "text"}));
-  add_flag("insecure-skip-tls-verify-allowed", options.allow_insecure_skip_tls_verify,
-           "Accept a kubeconfig cluster with insecure-skip-tls-verify (warned about at every start)");
 
   try {
     app.parse(argc, argv);

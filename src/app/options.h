@@ -32,7 +32,6 @@ struct Options {
   std::string config_map = "my-operator-config";
   std::string log_level = "info";
   std::string log_format = "json";
-  bool allow_insecure_skip_tls_verify = false;
 };
 
 // Options, or the exit code to return at once (--help, --version, a bad flag: CLI11 has printed why).

@@ -323,8 +323,7 @@ Result<Kubeconfig> load_kubeconfig_files(const std::vector<std::string>& files) 
   return merged;
 }
 
-Result<ClientConfig> resolve_kubeconfig(const Kubeconfig& kubeconfig, const std::string& context_override,
-                                        bool allow_insecure_skip_tls_verify) {
+Result<ClientConfig> resolve_kubeconfig(const Kubeconfig& kubeconfig, const std::string& context_override) {
   const std::string files = kubeconfig.files.empty() ? std::string("(none)") : join(kubeconfig.files, ":");
   const std::string context_name = context_override.empty() ? kubeconfig.current_context : context_override;
   if (context_name.empty())
@@ -382,18 +381,13 @@ Result<ClientConfig> resolve_kubeconfig(const Kubeconfig& kubeconfig, const std:
         cluster_field + (cluster.certificate_authority_data.empty() ? ".certificate-authority"
                                                                     : ".certificate-authority-data"),
         "does not contain a PEM certificate (-----BEGIN CERTIFICATE-----)");
-  if (cluster.insecure_skip_tls_verify) {
-    if (!config.ca_pem.empty())
-      return config_error(cluster.origin, cluster_field + ".insecure-skip-tls-verify",
-                          "is true together with a certificate authority; remove insecure-skip-tls-verify");
-    if (!allow_insecure_skip_tls_verify)
-      return config_error(
-          cluster.origin, cluster_field + ".insecure-skip-tls-verify",
-          "is true: refusing to send credentials to a server whose certificate is not verified. "
-          "Set certificate-authority(-data) for the cluster, or opt in explicitly with "
-          "--insecure-skip-tls-verify-allowed (never in production)");
-    config.insecure_skip_tls_verify = true;
-  }
+  // The operator always verifies the API server: it sends credentials and acts on what it reads.
+  if (cluster.insecure_skip_tls_verify)
+    return config_error(
+        cluster.origin, cluster_field + ".insecure-skip-tls-verify",
+        "is true: my-operator always verifies the API server's certificate and will not send "
+        "credentials to a server it cannot verify. Remove insecure-skip-tls-verify and give the "
+        "cluster its certificate-authority(-data) unless the system trust store holds it");
 
   const auto user_entry = kubeconfig.users.find(context.user);
   if (context.user.empty()) return config;  // anonymous: allowed, the server decides
@@ -490,7 +484,7 @@ Result<ClientConfig> load_client_config(const ConfigSearch& search) {
   auto resolve_files = [&](const std::vector<std::string>& files) -> Result<ClientConfig> {
     auto merged = load_kubeconfig_files(files);
     if (!merged) return std::move(merged).error();
-    return resolve_kubeconfig(merged.value(), search.context, search.allow_insecure_skip_tls_verify);
+    return resolve_kubeconfig(merged.value(), search.context);
   };
 
   if (!search.kubeconfig_path.empty()) {

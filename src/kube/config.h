@@ -38,7 +38,7 @@ struct Kubeconfig {
     std::string certificate_authority;       // path, resolved against `origin`'s directory
     std::string certificate_authority_data;  // PEM (already base64-decoded)
     std::string tls_server_name;
-    bool insecure_skip_tls_verify = false;
+    bool insecure_skip_tls_verify = false;  // read only to refuse it: the server is always verified
     std::string proxy_url;
     std::string origin;  // file this entry came from
   };
@@ -83,7 +83,6 @@ struct ClientConfig {
   std::string tls_server_name;  // SNI and certificate name when it differs from the server's host
   std::string ca_pem;           // empty: the system trust store (only when no CA is configured)
   std::string ca_origin;        // "certificate-authority /path" or "certificate-authority-data" (messages)
-  bool insecure_skip_tls_verify = false;  // only ever true after an explicit opt-in
   std::string client_certificate_pem;
   std::string client_key_pem;
   std::string token;
@@ -96,11 +95,8 @@ struct ClientConfig {
 
 // Inputs of the search. Defaults read the real environment; tests override every field.
 struct ConfigSearch {
-  std::string kubeconfig_path;  // --kubeconfig
-  std::string context;          // --context
-  // Explicit opt-in (e.g. --insecure-skip-tls-verify-allowed) for clusters that set
-  // insecure-skip-tls-verify; without it such a cluster is refused.
-  bool allow_insecure_skip_tls_verify = false;
+  std::string kubeconfig_path;                // --kubeconfig
+  std::string context;                        // --context
   std::optional<std::string> kubeconfig_env;  // $KUBECONFIG; nullopt = read the environment
   std::optional<std::string> home;            // $HOME; nullopt = read the environment
   std::optional<std::string> service_host;    // $KUBERNETES_SERVICE_HOST; nullopt = environment
@@ -112,8 +108,7 @@ struct ConfigSearch {
 Result<ClientConfig> load_client_config(const ConfigSearch& search = {});
 
 // Resolve a (merged) kubeconfig into a ClientConfig for `context` (empty: current-context).
-Result<ClientConfig> resolve_kubeconfig(const Kubeconfig& kubeconfig, const std::string& context,
-                                        bool allow_insecure_skip_tls_verify);
+Result<ClientConfig> resolve_kubeconfig(const Kubeconfig& kubeconfig, const std::string& context);
 
 // The in-cluster service account alone.
 Result<ClientConfig> in_cluster_config(const ConfigSearch& search = {});

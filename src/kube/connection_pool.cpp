@@ -189,12 +189,9 @@ std::optional<PoolFailure> ConnectionPool::open(Connection& connection, const st
 
   SSL* ssl = connection.stream.native_handle();
   if (!is_ip_literal(endpoint_.tls_name)) SSL_set_tlsext_host_name(ssl, endpoint_.tls_name.c_str());
-  if (endpoint_.verify_name) {
-    connection.stream.set_verify_mode(asio::ssl::verify_peer);
-    connection.stream.set_verify_callback(asio::ssl::host_name_verification(endpoint_.tls_name));
-  } else {
-    connection.stream.set_verify_mode(asio::ssl::verify_none);
-  }
+  // Always verified: the chain (the context's trust anchors) and the name.
+  connection.stream.set_verify_mode(asio::ssl::verify_peer);
+  connection.stream.set_verify_callback(asio::ssl::host_name_verification(endpoint_.tls_name));
   if (auto error = connection.run(stop, [&](auto handler) {
         connection.stream.async_handshake(asio::ssl::stream_base::client, handler);
       }))

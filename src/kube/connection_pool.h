@@ -38,7 +38,6 @@ struct PoolEndpoint {
   std::string path_prefix;  // the server URL's path ("" or "/k8s/clusters/c-1"), put before every target
   std::string host_header;  // the Host header
   std::string tls_name;     // SNI (when not an IP literal) and the name the certificate must carry
-  bool verify_name = true;  // false only with insecure-skip-tls-verify
 };
 
 struct PoolRequest {

@@ -49,7 +49,6 @@ struct TlsMaterial {
   std::string ca_pem;
   std::string client_certificate_pem;
   std::string client_key_pem;
-  bool insecure_skip_tls_verify = false;
   TlsDiagnostics* diagnostics = nullptr;
 };
 
@@ -58,15 +57,13 @@ struct TlsMaterial {
 void configure_tls(boost::asio::ssl::context& context, const TlsMaterial& material) {
   SSL_CTX* native = context.native_handle();
   SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
-  if (!material.insecure_skip_tls_verify) {
-    if (!material.ca_pem.empty()) {
-      // A configured CA must be the only anchor, whatever the context was given before.
-      SSL_CTX_set_cert_store(native, X509_STORE_new());
-      context.add_certificate_authority(boost::asio::buffer(material.ca_pem));
-    }
-    context.set_verify_mode(boost::asio::ssl::verify_peer);
-    SSL_CTX_set_cert_verify_callback(native, verify_and_record, material.diagnostics);
+  if (!material.ca_pem.empty()) {
+    // A configured CA must be the only anchor, whatever the context was given before.
+    SSL_CTX_set_cert_store(native, X509_STORE_new());
+    context.add_certificate_authority(boost::asio::buffer(material.ca_pem));
   }
+  context.set_verify_mode(boost::asio::ssl::verify_peer);
+  SSL_CTX_set_cert_verify_callback(native, verify_and_record, material.diagnostics);
   if (!material.client_certificate_pem.empty()) {
     try {
       context.use_certificate_chain(boost::asio::buffer(material.client_certificate_pem));
@@ -143,7 +140,6 @@ Result<PoolEndpoint> pool_endpoint(const ClientConfig& config) {
   endpoint.host = host;
   endpoint.host_header = config.tls_server_name.empty() ? authority : config.tls_server_name;
   endpoint.tls_name = config.tls_server_name.empty() ? host : config.tls_server_name;
-  endpoint.verify_name = !config.insecure_skip_tls_verify;
   return endpoint;
 }
 
@@ -314,7 +310,7 @@ class HttpsTransport final : public Transport {
     if (clients_ && clients_->client_certificate_pem == certificate && clients_->client_key_pem == key)
       return clients_;
 
-    TlsMaterial material{config_.ca_pem, certificate, key, config_.insecure_skip_tls_verify, &diagnostics_};
+    TlsMaterial material{config_.ca_pem, certificate, key, &diagnostics_};
     auto context = std::make_shared<boost::asio::ssl::context>(boost::asio::ssl::context::tls_client);
     try {
       // The system trust store only when no CA is configured: 140 certificates parsed once, not per use.
@@ -511,11 +507,6 @@ Result<std::shared_ptr<Transport>> make_https_transport(const ClientConfig& conf
                                                         TransportOptions options) {
   if (config.server.rfind("https://", 0) != 0)
     return make_error(Reason::InvalidConfiguration, "server " + config.server + " is not an https:// URL");
-  if (config.insecure_skip_tls_verify)
-    spdlog::warn(
-        "TLS verification of {} is OFF (insecure-skip-tls-verify, explicitly allowed): anyone on the path "
-        "can read and change traffic, credentials included. Configure certificate-authority instead.",
-        config.server);
   auto credentials = options.credentials ? options.credentials : make_credential_source(config);
   auto transport = std::make_shared<HttpsTransport>(config, std::move(options), credentials);
   // Fail now, not on the first request, when the CA or the client certificate cannot be used.

@@ -97,8 +97,8 @@ struct TransportOptions {
 };
 
 // The real transport. Fails early (InvalidConfiguration) on an unusable CA, certificate or key, naming
-// where it came from. `config.insecure_skip_tls_verify` is honoured only because load_client_config let
-// it through after the explicit opt-in; a warning is logged every time a transport is made with it.
+// where it came from. The server's certificate is always verified (against the configured CA, or the
+// system trust store when none is configured) and must name the server.
 Result<std::shared_ptr<Transport>> make_https_transport(const ClientConfig& config,
                                                         TransportOptions options = {});
 

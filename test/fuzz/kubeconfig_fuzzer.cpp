@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   for (const auto& [name, user] : kubeconfig.users) {
     if (!user.client_certificate.empty() || !user.client_key.empty() || !user.token_file.empty()) return 0;
   }
-  auto resolved = myop::kube::resolve_kubeconfig(kubeconfig, "", /*allow_insecure_skip_tls_verify=*/false);
+  auto resolved = myop::kube::resolve_kubeconfig(kubeconfig, "");
   if (!resolved.ok() && resolved.error().message.empty()) __builtin_trap();
   return 0;
 }
