@@ -20,7 +20,7 @@ int run(int argc, char** argv) {
   auto parsed = myop::app::parse_options(argc, argv);
   if (const int* exit_code = std::get_if<int>(&parsed)) return *exit_code;
   const myop::app::Options& options = std::get<myop::app::Options>(parsed);
-  myop::app::tune_process(options);
+  myop::app::tune_process();
 
   // Signals are blocked for every thread made after this; only the watcher's thread takes them.
   std::stop_source stop;

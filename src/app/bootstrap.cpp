@@ -63,7 +63,7 @@ kube::Result<std::shared_ptr<runtime::MetricsAuthorizer>> metrics_authorizer(
 
 }  // namespace
 
-void tune_process(const Options& /*options*/) {
+void tune_process() {
   // glibc gives busy threads arenas of their own (up to 8 per core); the workers and the watch threads
   // would spread small, long-lived cache objects over many of them. MALLOC_ARENA_MAX in the environment
   // wins.

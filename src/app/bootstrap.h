@@ -12,8 +12,8 @@
 
 namespace myop::app {
 
-// Allocator and HTTP thread pool settings; call first, before any other thread starts.
-void tune_process(const Options& options);
+// Allocator settings; call first, before any other thread starts.
+void tune_process();
 
 // The manager for `options`, on a client of the configured cluster, after the preflight checks.
 // `operator_namespace` receives the operator's own namespace (POD_NAMESPACE, else the context's).
