@@ -166,9 +166,13 @@ int operator_caches(int objects, const std::string& testdata) {
               per((with_myresources - base) * 1024.0, myresources.cache().size()));
   std::printf("RSS per Deployment:            %.0f bytes\n",
               per((loaded - with_myresources) * 1024.0, deployments.cache().size()));
-  std::printf("JSON pool per MyResource:      %.0f bytes\n",
+  std::printf("packed per MyResource:         %.0f bytes\n",
+              per(myresources.cache().packed_bytes(), myresources.cache().size()));
+  std::printf("packed per Deployment:         %.0f bytes\n",
+              per(deployments.cache().packed_bytes(), deployments.cache().size()));
+  std::printf("JSON pool per MyResource read: %.0f bytes\n",
               per(myresource_pool, myresources.cache().size()));
-  std::printf("JSON pool per Deployment:      %.0f bytes\n",
+  std::printf("JSON pool per Deployment read: %.0f bytes\n",
               per(deployment_pool, deployments.cache().size()));
   return 0;
 }
@@ -241,7 +245,9 @@ int main(int argc, char** argv) {
   std::printf("base RSS:                %.1f MiB\n", base / 1024.0);
   std::printf("RSS with cache:          %.1f MiB\n", loaded / 1024.0);
   std::printf("RSS per cached object:   %.0f bytes\n", cached ? (loaded - base) * 1024.0 / cached : 0.0);
-  std::printf("JSON pool per object:    %.0f bytes\n",
+  std::printf("packed per object:       %.0f bytes\n",
+              cached ? static_cast<double>(informer.cache().packed_bytes()) / cached : 0.0);
+  std::printf("JSON pool per object read: %.0f bytes\n",
               cached ? static_cast<double>(pool_bytes) / cached : 0.0);
   informer.stop();
   return 0;

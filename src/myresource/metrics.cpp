@@ -23,15 +23,15 @@ class CacheGauges final : public prometheus::Collectable {
  public:
   CacheGauges(std::shared_ptr<runtime::InformerSet> myresources,
               std::shared_ptr<runtime::InformerSet> deployments)
-      : myresources_(std::move(myresources)), deployments_(std::move(deployments)) {}
+      : myresources_(std::move(myresources)), deployments_(std::move(deployments)) {
+    deployments_->index_label(kTrackLabel);
+  }
 
   std::vector<prometheus::MetricFamily> Collect() const override {
     const bool synced = myresources_->has_synced() && deployments_->has_synced();
     const double managed = synced ? static_cast<double>(myresources_->size()) : 0;
     const double canaries =
-        synced
-            ? static_cast<double>(deployments_->list_by_label(kTrackLabel, to_string(Track::Canary)).size())
-            : 0;
+        synced ? static_cast<double>(deployments_->count_by_label(kTrackLabel, to_string(Track::Canary))) : 0;
     return {gauge("myoperator_managed_resources", "MyResource objects in the operator's cache.", managed),
             gauge("myoperator_canaries_active", "Canary Deployments that exist now.", canaries)};
   }

@@ -70,8 +70,9 @@ void Informer::stop() {
 
 ObjectPointer Informer::prepare(kube::Object object) const {
   if (options_.transform) options_.transform(object);
-  // A fresh, tightly sized pool: the watch parser's pool and erased fields are left behind.
-  return std::make_shared<const kube::Object>(object.deep_copy());
+  // Not copied into a tighter pool: the cache keeps a packed form, and this object only while it is
+  // among the hot ones (runtime/cache.h).
+  return std::make_shared<const kube::Object>(std::move(object));
 }
 
 void Informer::emit_locked(const ObjectEvent& event) {
@@ -86,8 +87,8 @@ void Informer::prune_locked(TimePoint now) {
 
 void Informer::handle(kube::WatcherEvent event) {
   const TimePoint now = options_.clock->now();
-  // The transform and the copy into the stored form run before the lock: writers (store_written)
-  // and the watch do not wait on each other's copies.
+  // The transform runs before the lock: writers (store_written) and the watch do not wait on each
+  // other's.
   const ObjectPointer object = event.object ? prepare(std::move(*event.object)) : nullptr;
   std::lock_guard lock(mutex_);
   prune_locked(now);
@@ -99,17 +100,18 @@ void Informer::handle(kube::WatcherEvent event) {
     case kube::WatcherEventType::InitApply: {
       if (!object) return;
       const ObjectKey key = key_of(*object);
-      ObjectPointer previous = cache_.get(key);
+      ObjectPointer previous;
       // A list is a complete, consistent state: it wins over a pending write.
       if (auto pending = pending_writes_.find(key); pending != pending_writes_.end()) {
         previous = pending->second.previous;
         pending_writes_.erase(pending);
         cache_.put(object);
-      } else if (previous && previous->resource_version() == object->resource_version()) {
+      } else if (const std::string cached = cache_.resource_version(key);
+                 !cached.empty() && cached == object->resource_version()) {
         cache_.mark(key, list_epoch_);
-        return;  // unchanged: keep the snapshot readers already share
+        return;  // unchanged: nothing to store or to tell
       } else {
-        cache_.put(object);
+        previous = cache_.exchange(object);
       }
       cache_.mark(key, list_epoch_);
       if (previous && previous->resource_version() == object->resource_version()) return;
@@ -122,7 +124,7 @@ void Informer::handle(kube::WatcherEvent event) {
     case kube::WatcherEventType::InitDone: {
       // Whatever the new initial state did not contain was deleted while we were not watching.
       for (const auto& key : cache_.unmarked(list_epoch_)) {
-        ObjectPointer removed = cache_.erase(key);
+        ObjectPointer removed = cache_.take(key);
         pending_writes_.erase(key);
         if (!removed) continue;
         ObjectEvent deleted(EventType::deleted, removed);
@@ -149,9 +151,10 @@ void Informer::handle(kube::WatcherEvent event) {
         }
         previous = pending->second.previous;
         pending_writes_.erase(pending);
-        cache_.put(object);
+        // The cache already holds this version: the write's own answer (store_written).
+        if (cache_.resource_version(key) != object->resource_version()) cache_.put(object);
       } else {
-        previous = cache_.put(object);
+        previous = cache_.exchange(object);
       }
       ObjectEvent change(previous ? EventType::updated : EventType::added, object, previous);
       change.seen = now;
@@ -174,8 +177,7 @@ void Informer::handle(kube::WatcherEvent event) {
 }
 
 std::string Informer::cached_resource_version(const ObjectKey& key) const {
-  ObjectPointer current = cache_.get(key);
-  return current ? std::string(current->resource_version()) : std::string();
+  return cache_.resource_version(key);
 }
 
 ObjectPointer Informer::store_written(const kube::JsonValue& returned_object,
@@ -195,16 +197,17 @@ ObjectPointer Informer::store_written(const kube::JsonValue& returned_object,
   const TimePoint now = options_.clock->now();
   std::lock_guard lock(mutex_);
   prune_locked(now);
-  ObjectPointer current = cache_.get(key);
-  const std::string_view current_version = current ? current->resource_version() : std::string_view();
+  const std::string current_version = cache_.resource_version(key);
   // The cache moved past the version the write was sent at: the watch already delivered our write or
   // something newer. Either way the cache must not go back.
   if (current_version != sent_at_version) return nullptr;
   // The server stored nothing (an apply or patch that changed no field keeps the version): no watch
-  // event will echo it, so waiting for one would hide the next real change until the timeout.
-  if (current && object->resource_version() == current_version) return current;
+  // event will echo it, so waiting for one would hide the next real change until the timeout. What
+  // the server returned is what the cache holds.
+  if (!current_version.empty() && object->resource_version() == current_version) return object;
   auto [pending, inserted] = pending_writes_.try_emplace(key);
-  if (inserted) pending->second.previous = current;  // keep what subscribers saw before our first write
+  // Keep what subscribers saw before our first write.
+  if (inserted) pending->second.previous = cache_.get(key);
   pending->second.resource_version = std::string(object->resource_version());
   pending->second.expires = now + options_.pending_write_timeout;
   cache_.put(object);
@@ -216,9 +219,9 @@ ObjectPointer Informer::store_written(const kube::JsonValue& returned_object,
 void Informer::store_deleted(const ObjectKey& key, std::string_view sent_at_version) {
   const TimePoint now = options_.clock->now();
   std::lock_guard lock(mutex_);
-  ObjectPointer current = cache_.get(key);
-  if (!current || current->resource_version() != sent_at_version) return;
-  cache_.erase(key);
+  const std::string current_version = cache_.resource_version(key);
+  if (current_version.empty() || current_version != sent_at_version) return;
+  ObjectPointer current = cache_.take(key);
   auto [pending, inserted] = pending_writes_.try_emplace(key);
   if (inserted) pending->second.previous = current;
   pending->second.resource_version.clear();

@@ -9,8 +9,8 @@
 //   at the end objects not listed are deleted and delivered as deletes. Only keys are kept aside,
 //   never a second copy of the objects.
 // - Every object goes through a transform before it is stored; the default drops
-//   metadata.managedFields and the kubectl last-applied-configuration annotation, then copies the
-//   object into a tightly sized pool (erasing does not give pool memory back).
+//   metadata.managedFields and the kubectl last-applied-configuration annotation. The cache keeps
+//   it packed (runtime/cache.h); subscribers get the object itself in the event.
 // - Read-your-own-writes: store_written() puts the object a write returned into the cache at once,
 //   provided the cache still holds the version it held when the write was sent (so nothing newer
 //   can have arrived meanwhile) and the object matches the informer's selectors. Only the cached
@@ -78,6 +78,8 @@ class Informer final : public Runnable, public EventSource {
   void subscribe(EventHandler handler) override;
 
   const ObjectCache& cache() const { return cache_; }
+  // Indexes label `key` for lookups by its value (ObjectCache::index_label).
+  void index_label(std::string_view key) { cache_.index_label(key); }
 
   // The resourceVersion cached for `key` ("" when absent): what a write about to be sent is based on.
   std::string cached_resource_version(const ObjectKey& key) const;

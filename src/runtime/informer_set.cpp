@@ -94,13 +94,14 @@ std::vector<ObjectPointer> InformerSet::list_by_controller_owner(std::string_vie
   return objects;
 }
 
-std::vector<ObjectPointer> InformerSet::list_by_label(std::string_view key, std::string_view value) const {
-  std::vector<ObjectPointer> objects;
-  for (const auto& informer : informers_) {
-    auto listed = informer->cache().list_by_label(key, value);
-    objects.insert(objects.end(), listed.begin(), listed.end());
-  }
-  return objects;
+void InformerSet::index_label(std::string_view key) {
+  for (const auto& informer : informers_) informer->index_label(key);
+}
+
+std::size_t InformerSet::count_by_label(std::string_view key, std::string_view value) const {
+  std::size_t total = 0;
+  for (const auto& informer : informers_) total += informer->cache().count_by_label(key, value);
+  return total;
 }
 
 std::size_t InformerSet::size() const {

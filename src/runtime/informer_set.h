@@ -34,7 +34,9 @@ class InformerSet final : public Runnable, public EventSource {
   ObjectPointer get(const ObjectKey& key) const;
   std::vector<ObjectPointer> list() const;
   std::vector<ObjectPointer> list_by_controller_owner(std::string_view owner_uid) const;
-  std::vector<ObjectPointer> list_by_label(std::string_view key, std::string_view value) const;
+  std::size_t count_by_label(std::string_view key, std::string_view value) const;
+  // Indexes label `key` in every informer's cache (for count_by_label).
+  void index_label(std::string_view key);
   std::size_t size() const;
 
   // Read-your-own-writes, routed by namespace (see Informer::store_written); for the cached writer.

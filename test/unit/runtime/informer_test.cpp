@@ -1,7 +1,10 @@
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
+#include <vector>
 
 #include "object_builder.h"
 #include "runtime/informer.h"
@@ -327,7 +330,7 @@ TEST_CASE("on_synced calls back once the initial state is complete, or at once w
 }
 
 TEST_CASE("the cache indexes by namespace, controller owner and label", "[runtime][cache]") {
-  ObjectCache cache;
+  ObjectCache cache(CacheOptions{.indexed_labels = {"app"}});
   cache.put(runtime::testing::make_object(
       R"({"metadata":{"namespace":"a","name":"x","labels":{"app":"web"},"ownerReferences":[{"apiVersion":"myorg.io/v1alpha1","kind":"MyResource","name":"o","uid":"uid-1","controller":true}]}})"));
   cache.put(
@@ -347,4 +350,119 @@ TEST_CASE("the cache indexes by namespace, controller owner and label", "[runtim
   cache.erase({"a", "x"});
   CHECK(cache.list_by_controller_owner("uid-1").empty());
   CHECK(cache.list_by_label("app", "web").empty());
+}
+
+TEST_CASE("the cache keeps objects packed, and the last used ones parsed", "[runtime][cache]") {
+  const std::string json =
+      R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"namespace":"a","name":"x","resourceVersion":"7",)"
+      R"("labels":{"app":"web"}},"data":{"k":"a value long enough to be copied into the tree's pool"}})";
+  const std::string expected = runtime::testing::make_object(json)->to_json_string();
+
+  SECTION("without hot objects every read unpacks a copy of its own") {
+    ObjectCache cache(CacheOptions{.indexed_labels = {}, .hot_objects = 0});
+    ObjectPointer stored = runtime::testing::make_object(json);
+    cache.put(stored);
+    ObjectPointer first = cache.get({"a", "x"});
+    ObjectPointer second = cache.get({"a", "x"});
+    REQUIRE(first);
+    REQUIRE(second);
+    CHECK(first != stored);
+    CHECK(first != second);
+    CHECK(first->to_json_string() == expected);
+    CHECK(second->to_json_string() == expected);
+    CHECK(cache.packed_bytes() > 0);
+    CHECK(cache.packed_bytes() < first->allocated_bytes());
+  }
+
+  SECTION("the object stored last is read without unpacking until it cools") {
+    ObjectCache cache(CacheOptions{.indexed_labels = {}, .hot_objects = 2});
+    ObjectPointer stored = runtime::testing::make_object(json);
+    cache.put(stored);
+    CHECK(cache.get({"a", "x"}) == stored);
+    cache.put(runtime::testing::make_object(R"({"metadata":{"namespace":"a","name":"y"}})"));
+    CHECK(cache.get({"a", "x"}) == stored);  // read again: now the most recent
+    cache.put(runtime::testing::make_object(R"({"metadata":{"namespace":"a","name":"z"}})"));
+    CHECK(cache.get({"a", "x"}) == stored);
+    cache.get({"a", "y"});  // unpacked and made hot: x is now the coldest of y, z, x... and goes
+    ObjectPointer unpacked = cache.get({"a", "z"});
+    ObjectPointer cold = cache.get({"a", "x"});
+    REQUIRE(cold);
+    CHECK(cold != stored);
+    CHECK(cold->to_json_string() == expected);
+    CHECK(cache.get({"a", "x"}) == cold);  // that read made it hot again
+  }
+
+  SECTION("replacing, taking and erasing") {
+    ObjectCache cache;
+    cache.put(runtime::testing::make_object(json));
+    CHECK(cache.resource_version({"a", "x"}) == "7");
+    CHECK(cache.resource_version({"a", "missing"}).empty());
+    ObjectPointer first = cache.get({"a", "x"});
+    ObjectPointer previous = cache.exchange(runtime::testing::make_object(
+        R"({"metadata":{"namespace":"a","name":"x","resourceVersion":"8","labels":{"app":"db"}}})"));
+    REQUIRE(previous);
+    CHECK(previous->resource_version() == "7");
+    CHECK(cache.resource_version({"a", "x"}) == "8");
+    CHECK(first->resource_version() == "7");  // a reader's object does not change under it
+    CHECK_FALSE(
+        cache.exchange(runtime::testing::make_object(R"({"metadata":{"namespace":"a","name":"y"}})")));
+
+    ObjectPointer taken = cache.take({"a", "x"});
+    REQUIRE(taken);
+    CHECK(taken->resource_version() == "8");
+    CHECK_FALSE(cache.take({"a", "x"}));
+    CHECK(cache.erase({"a", "y"}));
+    CHECK_FALSE(cache.erase({"a", "y"}));
+    CHECK(cache.size() == 0);
+    CHECK(cache.packed_bytes() == 0);
+  }
+}
+
+TEST_CASE("the cache's hot objects stay bounded while threads read and write", "[runtime][cache]") {
+  ObjectCache cache(CacheOptions{.indexed_labels = {}, .hot_objects = 8});
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 300; ++i) {
+        const std::string name = "o" + std::to_string((i * 7 + t) % 40);
+        if (t % 2 == 0) {
+          cache.put(runtime::testing::make_object(R"({"metadata":{"namespace":"a","name":")" + name +
+                                                  R"(","resourceVersion":")" + std::to_string(i) + R"("}})"));
+        } else if (i % 10 == 0) {
+          cache.erase({"a", name});
+        } else if (auto object = cache.get({"a", name}); object && object->name() != name) {
+          ++wrong;
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  CHECK(wrong == 0);
+  for (const auto& object : cache.list())
+    CHECK(cache.get({std::string(object->namespace_name()), std::string(object->name())}));
+}
+
+TEST_CASE("the cache indexes a label asked for later and looks up the others by reading",
+          "[runtime][cache]") {
+  ObjectCache cache;
+  for (const char* name : {"p", "q", "r"}) {
+    cache.put(runtime::testing::make_object(R"({"metadata":{"namespace":"a","name":")" + std::string(name) +
+                                            R"(","labels":{"track":")" +
+                                            (name[0] == 'r' ? "canary" : "stable") + R"("}}})"));
+  }
+  // Not indexed: answered by reading every object.
+  CHECK(cache.count_by_label("track", "stable") == 2);
+  CHECK(cache.list_by_label("track", "canary").size() == 1);
+  cache.index_label("track");
+  CHECK(cache.count_by_label("track", "stable") == 2);
+  CHECK(cache.count_by_label("track", "canary") == 1);
+  cache.put(runtime::testing::make_object(
+      R"({"metadata":{"namespace":"a","name":"p","labels":{"track":"canary"}}})"));
+  CHECK(cache.count_by_label("track", "stable") == 1);
+  CHECK(cache.count_by_label("track", "canary") == 2);
+  cache.erase({"a", "r"});
+  CHECK(cache.count_by_label("track", "canary") == 1);
+  CHECK(cache.list_by_label("track", "canary").front()->name() == "p");
+  CHECK(cache.count_by_label("track", "gone") == 0);
 }
