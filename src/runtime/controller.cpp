@@ -40,6 +40,11 @@ Controller::Controller(ControllerOptions options, std::shared_ptr<Reconciler> re
   queue_options.name = options_.name;
   queue_options.clock = options_.clock;
   queue_options.metrics = std::make_shared<PrometheusWorkQueueMetrics>(*options_.registry, options_.name);
+  // One worker is kept for user changes (work added at high priority): behind a backlog they wait
+  // for that worker, not for backlog writes to finish.
+  if (queue_options.max_below_high_in_flight == 0 && options_.max_concurrent_reconciles > 1) {
+    queue_options.max_below_high_in_flight = static_cast<std::size_t>(options_.max_concurrent_reconciles - 1);
+  }
   queue_ = std::make_unique<WorkQueue>(std::move(queue_options));
   metrics_.set_max_concurrent_reconciles(options_.max_concurrent_reconciles);
   metrics_.set_active_workers(0);

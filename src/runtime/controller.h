@@ -3,6 +3,8 @@
 // workers. Level-triggered like controller-runtime: events only say which key to look at.
 //
 // - At most `max_concurrent_reconciles` reconciles run at once, never two for one key.
+// - With more than one worker, one is kept for work added at high priority (user changes): the
+//   queue's max_below_high_in_flight defaults to the workers minus one.
 // - A reconcile gets a deadline; when it passes on the controller's clock, the request's stop token
 //   is triggered (the kube client honours it) and the worker is expected to return an error soon
 //   after.

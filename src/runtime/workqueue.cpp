@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <utility>
 
 namespace myop::runtime {
 namespace {
@@ -126,6 +127,11 @@ void WorkQueue::done(const WorkItem& item, Completion completion) {
   const TimePoint now = options_.clock->now();
   in_flight_.erase(&entry);
   options_.metrics->worked_for(now - entry.started);
+  if (std::exchange(entry.taken_below_high, false)) {
+    --below_high_in_flight_;
+    // A worker waiting only because of the limit may take the next one now.
+    if (options_.max_below_high_in_flight > 0) notify_locked();
+  }
 
   std::optional<TimePoint> requeue_at;
   bool backoff = false;
@@ -244,7 +250,7 @@ void WorkQueue::publish_in_flight_metrics() {
 
 std::optional<WorkItem> WorkQueue::take_locked(TimePoint now) {
   advance_time_locked(now);
-  if (ready_size_locked() == 0) return std::nullopt;
+  if (!has_takeable_locked()) return std::nullopt;
   if (rate_limiter_) {
     // Take a token only when one is free now; otherwise give the reservation back and wait.
     if (rate_limiter_->reserve(now) > Duration::zero()) {
@@ -255,9 +261,15 @@ std::optional<WorkItem> WorkQueue::take_locked(TimePoint now) {
   for (const Priority priority : kPrioritiesHighestFirst) {
     Level& level = levels_[priority_index(priority)];
     if (level.size == 0) continue;
-    // The tenant at the front of the turn order gives its oldest key, then goes to the back.
-    const std::string tenant = level.turns.front();
-    const ObjectKey key = level.tenants.at(tenant).keys.front();
+    std::optional<std::pair<std::string, ObjectKey>> choice;
+    if (below_high_allowed_locked()) {
+      // The tenant at the front of the turn order gives its oldest key, then goes to the back.
+      choice.emplace(level.turns.front(), level.tenants.at(level.turns.front()).keys.front());
+    } else if (priority == Priority::high) {
+      choice = first_requested_high_locked();
+    }
+    if (!choice) return std::nullopt;
+    const auto& [tenant, key] = *choice;
     Entry& entry = entries_.at(key);
     remove_ready_locked(entry);
     if (auto tenant_queue = level.tenants.find(tenant); tenant_queue != level.tenants.end()) {
@@ -267,6 +279,8 @@ std::optional<WorkItem> WorkQueue::take_locked(TimePoint now) {
     entry.place = Place::in_flight;
     entry.started = now;
     entry.aged = false;
+    entry.taken_below_high = entry.requested != Priority::high;
+    if (entry.taken_below_high) ++below_high_in_flight_;
     in_flight_.insert(&entry);
     options_.metrics->queued_for(now - std::min(now, entry.first_added));
     auto failures = failures_.find(key);
@@ -386,7 +400,7 @@ std::optional<TimePoint> WorkQueue::next_wakeup_locked(TimePoint now) {
   };
   if (!delayed_.empty()) consider(delayed_.begin()->first.first);
   if (!deferred_.empty()) consider(deferred_.begin()->first.first + options_.max_deferral);
-  if (rate_limiter_ && ready_size_locked() > 0) {
+  if (rate_limiter_ && has_takeable_locked()) {
     consider(now + rate_limiter_->time_until_available(now));
   }
   return wakeup;
@@ -399,6 +413,27 @@ void WorkQueue::notify_locked() {
 
 std::size_t WorkQueue::ready_size_locked() const {
   return levels_[0].size + levels_[1].size + levels_[2].size;
+}
+
+bool WorkQueue::below_high_allowed_locked() const {
+  return options_.max_below_high_in_flight == 0 || below_high_in_flight_ < options_.max_below_high_in_flight;
+}
+
+std::optional<std::pair<std::string, ObjectKey>> WorkQueue::first_requested_high_locked() const {
+  // Tenants in turn order, each from its oldest key. Only runs while the limit holds the backlog
+  // back; aged keys are skipped, so the walk is as long as the aged keys ahead of the first real one.
+  const Level& level = levels_[priority_index(Priority::high)];
+  for (const std::string& tenant : level.turns) {
+    for (const ObjectKey& key : level.tenants.at(tenant).keys) {
+      if (entries_.at(key).requested == Priority::high) return std::make_pair(tenant, key);
+    }
+  }
+  return std::nullopt;
+}
+
+bool WorkQueue::has_takeable_locked() const {
+  if (ready_size_locked() == 0) return false;
+  return below_high_allowed_locked() || first_requested_high_locked().has_value();
 }
 
 void WorkQueue::count_depth_locked(Priority priority, int change) {

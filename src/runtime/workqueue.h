@@ -13,7 +13,11 @@
 //   triggers do not push a key further out, and success resets it; an extra trigger of high
 //   priority (a user change, which may fix the failure) cuts a backoff wait short, others do not;
 // - above `low_priority_watermark` ready items, low-priority work is deferred (held aside) until
-//   the queue drains below the watermark or it has been held for `max_deferral`.
+//   the queue drains below the watermark or it has been held for `max_deferral`;
+// - with `max_below_high_in_flight` set, at most that many items below high priority are held by
+//   workers at once, so a worker stays free for a user's change however deep the backlog. Only what
+//   was added at high priority counts as high here: backlog promoted by aging does not take the
+//   reserved worker.
 #include <array>
 #include <condition_variable>
 #include <cstdint>
@@ -26,6 +30,7 @@
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 
 #include "base/backoff.h"
 #include "base/clock.h"
@@ -43,6 +48,9 @@ struct WorkQueueOptions {
   // 0 disables backpressure.
   std::size_t low_priority_watermark = 0;
   Duration max_deferral = std::chrono::seconds(60);
+  // 0: no limit. The controller sets it to its workers minus one: a high-priority item (a user's
+  // change) never waits for a worker to finish backlog work, only for the one reserved for it.
+  std::size_t max_below_high_in_flight = 0;
   // Per-key retry delays, as client-go's ItemExponentialFailureRateLimiter: 5 ms doubling to 1000 s.
   base::BackoffSettings backoff{std::chrono::milliseconds(5), std::chrono::seconds(1000), 2.0, 0.0,
                                 base::JitterDirection::down};
@@ -139,6 +147,7 @@ class WorkQueue {
     TimePoint dirty_ready_at;
     TimePoint dirty_first_added;
     TimePoint started;
+    bool taken_below_high = false;  // not requested at high: counted in below_high_in_flight_
   };
 
   struct TenantQueue {
@@ -161,6 +170,12 @@ class WorkQueue {
   void advance_time_locked(TimePoint now);
   std::optional<TimePoint> next_wakeup_locked(TimePoint now);
   std::size_t ready_size_locked() const;
+  // max_below_high_in_flight: whether a worker may take an item not requested at high priority.
+  bool below_high_allowed_locked() const;
+  // The tenant and key of the first ready item requested at high priority (aged ones do not count).
+  std::optional<std::pair<std::string, ObjectKey>> first_requested_high_locked() const;
+  // Whether a worker may take an item now.
+  bool has_takeable_locked() const;
   void count_depth_locked(Priority priority, int change);
   // Wakes a blocked get(): something it waits for may have changed.
   void notify_locked();
@@ -183,6 +198,7 @@ class WorkQueue {
   // The entries workers hold: the in-flight metrics walk these, not every queued key (a backlog of
   // 10,000 would cost a walk of 10,000 entries each time a worker starts after an idle moment).
   std::unordered_set<const Entry*> in_flight_;
+  std::size_t below_high_in_flight_ = 0;
   std::optional<base::TokenBucket> rate_limiter_;
 };
 

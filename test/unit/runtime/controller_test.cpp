@@ -51,9 +51,9 @@ class ScriptedReconciler final : public Reconciler {
   }
 
   // Waits (bounded, only to turn a hang into a failure) until `condition` holds.
-  bool wait(const std::function<bool()>& condition) {
+  bool wait(const std::function<bool()>& condition, std::chrono::milliseconds timeout = 20s) {
     std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, 20s, condition);
+    return changed_.wait_for(lock, timeout, condition);
   }
   int finished() {
     std::lock_guard lock(mutex_);
@@ -142,7 +142,7 @@ TEST_CASE("no more than max-concurrent-reconciles run at once", "[runtime][contr
   };
   Controller controller(fixture.options(3), fixture.reconciler);
   controller.start();
-  for (int i = 0; i < 10; ++i) controller.enqueue({"a", std::to_string(i)});
+  for (int i = 0; i < 10; ++i) controller.enqueue({"a", std::to_string(i)}, {Priority::high});
   REQUIRE(fixture.reconciler->wait([&] { return fixture.reconciler->running_ == 3; }));
   CHECK(fixture.metric("controller_runtime_active_workers") == 3);
   CHECK(controller.active_workers() == 3);
@@ -151,6 +151,40 @@ TEST_CASE("no more than max-concurrent-reconciles run at once", "[runtime][contr
   controller.stop();
   CHECK(fixture.reconciler->max_running_ == 3);
   CHECK(fixture.metric("controller_runtime_active_workers") == 0);
+}
+
+TEST_CASE("one worker is kept for user changes while backlog work runs", "[runtime][controller]") {
+  Fixture fixture;
+  Gate gate;
+  std::mutex mutex;
+  std::vector<std::string> started;
+  fixture.reconciler->behaviour = [&](const ReconcileRequest& request) {
+    {
+      std::lock_guard lock(mutex);
+      started.push_back(request.key.name);
+    }
+    if (request.key.name != "user") gate.pass();
+    return ReconcileResult::done();
+  };
+  Controller controller(fixture.options(3), fixture.reconciler);
+  controller.start();
+  for (int i = 0; i < 10; ++i) controller.enqueue({"a", "backlog-" + std::to_string(i)}, {Priority::low});
+  for (int i = 0; i < 10; ++i) controller.enqueue({"b", "status-" + std::to_string(i)}, {Priority::normal});
+  REQUIRE(fixture.reconciler->wait([&] { return fixture.reconciler->running_ == 2; }));
+  // The third worker does not take backlog work...
+  CHECK_FALSE(fixture.reconciler->wait([&] { return fixture.reconciler->running_ > 2; },
+                                       std::chrono::milliseconds(200)));
+  // ...and is there for a user change at once, although two workers are busy with the backlog.
+  controller.enqueue({"c", "user"}, {Priority::high});
+  REQUIRE(fixture.reconciler->wait([&] {
+    std::lock_guard lock(mutex);
+    return std::find(started.begin(), started.end(), "user") != started.end();
+  }));
+  CHECK(fixture.reconciler->wait([&] { return fixture.reconciler->running_ == 2; }));
+  gate.open();
+  REQUIRE(fixture.reconciler->wait([&] { return fixture.reconciler->finished_ == 21; }));
+  controller.stop();
+  CHECK(fixture.reconciler->max_running_ <= 3);
 }
 
 TEST_CASE("an exception is counted, retried with backoff, and does not kill the worker",

@@ -156,6 +156,48 @@ TEST_CASE("aging does not let a big low backlog swamp high work", "[runtime][wor
   CHECK(position <= 3);
 }
 
+TEST_CASE("a worker is kept for user changes: backlog work holds at most the others",
+          "[runtime][workqueue]") {
+  Fixture fixture;
+  WorkQueueOptions options = fixture.options(1s);
+  options.max_below_high_in_flight = 2;  // three workers, one kept
+  WorkQueue queue(options);
+  for (int i = 0; i < 100; ++i) queue.add(key("backlog", "b" + std::to_string(i)), {Priority::low});
+  queue.add(key("children", "status"), {Priority::normal});
+  auto first = queue.try_get();
+  auto second = queue.try_get();
+  REQUIRE(first);
+  REQUIRE(second);
+  CHECK(first->key == key("children", "status"));
+  CHECK_FALSE(queue.try_get());  // the third worker waits for a user change
+  queue.add(key("user", "change"), {Priority::high});
+  auto user = queue.try_get();
+  REQUIRE(user);
+  CHECK(user->key == key("user", "change"));
+  queue.done(*user, Completion::success());
+  CHECK_FALSE(queue.try_get());
+
+  // Backlog promoted to high by aging is still backlog: it does not take the kept worker.
+  // (Aging moves one item per level per interval, on each look at the queue.)
+  fixture.clock->advance(2s);
+  CHECK_FALSE(queue.try_get());  // the oldest low item is now normal
+  fixture.clock->advance(2s);
+  CHECK_FALSE(queue.try_get());  // and now high
+  CHECK(queue.depth(Priority::high) == 1);
+  queue.add(key("user", "second-change"), {Priority::high});
+  auto second_user = queue.try_get();
+  REQUIRE(second_user);
+  CHECK(second_user->key == key("user", "second-change"));
+
+  // A finished backlog item frees its place for the next one, and wakes a waiting get().
+  auto waiting = std::async(std::launch::async, [&] { return queue.get(); });
+  queue.done(*first, Completion::success());
+  auto next = waiting.get();
+  REQUIRE(next);
+  CHECK(next->key.namespace_name == "backlog");
+  CHECK_FALSE(queue.try_get());
+}
+
 TEST_CASE("tenants take turns: a storm in one namespace does not delay another", "[runtime][workqueue]") {
   Fixture fixture;
   WorkQueue queue(fixture.options());
