@@ -250,7 +250,8 @@ void WorkQueue::publish_in_flight_metrics() {
 
 std::optional<WorkItem> WorkQueue::take_locked(TimePoint now) {
   advance_time_locked(now);
-  if (!has_takeable_locked()) return std::nullopt;
+  const std::optional<Choice> choice = choose_locked();
+  if (!choice) return std::nullopt;
   if (rate_limiter_) {
     // Take a token only when one is free now; otherwise give the reservation back and wait.
     if (rate_limiter_->reserve(now) > Duration::zero()) {
@@ -258,36 +259,24 @@ std::optional<WorkItem> WorkQueue::take_locked(TimePoint now) {
       return std::nullopt;
     }
   }
-  for (const Priority priority : kPrioritiesHighestFirst) {
-    Level& level = levels_[priority_index(priority)];
-    if (level.size == 0) continue;
-    std::optional<std::pair<std::string, ObjectKey>> choice;
-    if (below_high_allowed_locked()) {
-      // The tenant at the front of the turn order gives its oldest key, then goes to the back.
-      choice.emplace(level.turns.front(), level.tenants.at(level.turns.front()).keys.front());
-    } else if (priority == Priority::high) {
-      choice = first_requested_high_locked();
-    }
-    if (!choice) return std::nullopt;
-    const auto& [tenant, key] = *choice;
-    Entry& entry = entries_.at(key);
-    remove_ready_locked(entry);
-    if (auto tenant_queue = level.tenants.find(tenant); tenant_queue != level.tenants.end()) {
-      level.turns.splice(level.turns.end(), level.turns, tenant_queue->second.turn);
-    }
-    count_depth_locked(entry.level, -1);
-    entry.place = Place::in_flight;
-    entry.started = now;
-    entry.aged = false;
-    entry.taken_below_high = entry.requested != Priority::high;
-    if (entry.taken_below_high) ++below_high_in_flight_;
-    in_flight_.insert(&entry);
-    options_.metrics->queued_for(now - std::min(now, entry.first_added));
-    auto failures = failures_.find(key);
-    return WorkItem{key, entry.requested, failures == failures_.end() ? 0 : failures->second,
-                    entry.first_added, now};
+  Level& level = levels_[priority_index(choice->level)];
+  Entry& entry = entries_.at(choice->key);
+  remove_ready_locked(entry);
+  // The tenant goes to the back of the turn order.
+  if (auto tenant_queue = level.tenants.find(choice->tenant); tenant_queue != level.tenants.end()) {
+    level.turns.splice(level.turns.end(), level.turns, tenant_queue->second.turn);
   }
-  return std::nullopt;
+  count_depth_locked(entry.level, -1);
+  entry.place = Place::in_flight;
+  entry.started = now;
+  entry.aged = false;
+  entry.taken_below_high = entry.requested != Priority::high;
+  if (entry.taken_below_high) ++below_high_in_flight_;
+  in_flight_.insert(&entry);
+  options_.metrics->queued_for(now - std::min(now, entry.first_added));
+  auto failures = failures_.find(choice->key);
+  return WorkItem{choice->key, entry.requested, failures == failures_.end() ? 0 : failures->second,
+                  entry.first_added, now};
 }
 
 void WorkQueue::place_locked(Entry& entry, TimePoint now) {
@@ -400,7 +389,7 @@ std::optional<TimePoint> WorkQueue::next_wakeup_locked(TimePoint now) {
   };
   if (!delayed_.empty()) consider(delayed_.begin()->first.first);
   if (!deferred_.empty()) consider(deferred_.begin()->first.first + options_.max_deferral);
-  if (rate_limiter_ && has_takeable_locked()) {
+  if (rate_limiter_ && choose_locked()) {
     consider(now + rate_limiter_->time_until_available(now));
   }
   return wakeup;
@@ -415,25 +404,27 @@ std::size_t WorkQueue::ready_size_locked() const {
   return levels_[0].size + levels_[1].size + levels_[2].size;
 }
 
-bool WorkQueue::below_high_allowed_locked() const {
-  return options_.max_below_high_in_flight == 0 || below_high_in_flight_ < options_.max_below_high_in_flight;
-}
-
-std::optional<std::pair<std::string, ObjectKey>> WorkQueue::first_requested_high_locked() const {
-  // Tenants in turn order, each from its oldest key. Only runs while the limit holds the backlog
-  // back; aged keys are skipped, so the walk is as long as the aged keys ahead of the first real one.
+std::optional<WorkQueue::Choice> WorkQueue::choose_locked() const {
+  if (options_.max_below_high_in_flight == 0 || below_high_in_flight_ < options_.max_below_high_in_flight) {
+    // The highest level; its tenant at the front of the turn order gives its oldest key.
+    for (const Priority priority : kPrioritiesHighestFirst) {
+      const Level& level = levels_[priority_index(priority)];
+      if (level.size == 0) continue;
+      const std::string& tenant = level.turns.front();
+      return Choice{priority, tenant, level.tenants.at(tenant).keys.front()};
+    }
+    return std::nullopt;
+  }
+  // The limit holds the backlog back: only a key added at high priority may go (aged ones are
+  // skipped, so the walk is as long as the aged keys ahead of the first real one), tenants in turn
+  // order, each from its oldest key.
   const Level& level = levels_[priority_index(Priority::high)];
   for (const std::string& tenant : level.turns) {
     for (const ObjectKey& key : level.tenants.at(tenant).keys) {
-      if (entries_.at(key).requested == Priority::high) return std::make_pair(tenant, key);
+      if (entries_.at(key).requested == Priority::high) return Choice{Priority::high, tenant, key};
     }
   }
   return std::nullopt;
-}
-
-bool WorkQueue::has_takeable_locked() const {
-  if (ready_size_locked() == 0) return false;
-  return below_high_allowed_locked() || first_requested_high_locked().has_value();
 }
 
 void WorkQueue::count_depth_locked(Priority priority, int change) {

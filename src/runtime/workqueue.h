@@ -170,12 +170,13 @@ class WorkQueue {
   void advance_time_locked(TimePoint now);
   std::optional<TimePoint> next_wakeup_locked(TimePoint now);
   std::size_t ready_size_locked() const;
-  // max_below_high_in_flight: whether a worker may take an item not requested at high priority.
-  bool below_high_allowed_locked() const;
-  // The tenant and key of the first ready item requested at high priority (aged ones do not count).
-  std::optional<std::pair<std::string, ObjectKey>> first_requested_high_locked() const;
-  // Whether a worker may take an item now.
-  bool has_takeable_locked() const;
+  // The item a worker would take now, if any: its level, tenant and key.
+  struct Choice {
+    Priority level;
+    std::string tenant;
+    ObjectKey key;
+  };
+  std::optional<Choice> choose_locked() const;
   void count_depth_locked(Priority priority, int change);
   // Wakes a blocked get(): something it waits for may have changed.
   void notify_locked();
