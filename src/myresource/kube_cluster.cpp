@@ -62,7 +62,9 @@ void KubeCluster::record_event(const EventSubject& subject, std::string_view typ
                     std::string(reason), std::string(action), std::string(message));
 }
 
-std::vector<ObjectPointer> KubeCluster::managed_deployments() { return deployments_->list(); }
+void KubeCluster::for_each_managed_deployment(const std::function<void(const ObjectPointer&)>& visit) {
+  deployments_->for_each(visit);
+}
 
 kube::Result<void> KubeCluster::delete_orphan(const Orphan& orphan, std::stop_token stop) {
   kube::DeleteOptions options;

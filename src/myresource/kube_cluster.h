@@ -38,7 +38,7 @@ class KubeCluster final : public Cluster, public OrphanSweepCluster {
                     std::string_view action, std::string_view message) override;
 
   // OrphanSweepCluster
-  std::vector<ObjectPointer> managed_deployments() override;
+  void for_each_managed_deployment(const std::function<void(const ObjectPointer&)>& visit) override;
   ObjectPointer get_myresource(const runtime::ObjectKey& key) override;
   kube::Result<void> delete_orphan(const Orphan& orphan, std::stop_token stop) override;
 

@@ -61,12 +61,7 @@ std::shared_ptr<runtime::Controller> add_myresource_controller(runtime::Manager&
   flag_watch.field_selector = flags_scope.field_selector;
   // A feature-flag change concerns every MyResource, at low priority.
   auto every_myresource = runtime::enqueue_mapped(
-      [myresources](const runtime::ObjectEvent&) {
-        std::vector<runtime::ObjectKey> keys;
-        for (const auto& object : myresources->list()) keys.push_back(runtime::key_of(*object));
-        return keys;
-      },
-      runtime::Priority::low);
+      [myresources](const runtime::ObjectEvent&) { return myresources->keys(); }, runtime::Priority::low);
 
   auto controller = runtime::ControllerBuilder(manager, "myresource")
                         .for_kind(myresource_type(), {myresource_changed})

@@ -48,8 +48,12 @@ SweepReport OrphanSweeper::sweep(std::stop_token stop) {
   const Features features = cluster_->features();
   if (!features.orphan_sweep) return report;
   const bool remove = features.orphan_policy == OrphanPolicy::Delete;
-  const auto orphans = find_orphans(cluster_->managed_deployments(), [this](const runtime::ObjectKey& key) {
+  const MyResourceLookup lookup = [this](const runtime::ObjectKey& key) {
     return cluster_->get_myresource(key);
+  };
+  std::vector<Orphan> orphans;
+  cluster_->for_each_managed_deployment([&](const std::shared_ptr<const kube::Object>& deployment) {
+    if (auto orphan = orphan_of(*deployment, lookup)) orphans.push_back(std::move(*orphan));
   });
   for (const Orphan& orphan : orphans) {
     if (stop.stop_requested()) {

@@ -38,8 +38,10 @@ namespace myop::myresource {
 class OrphanSweepCluster {
  public:
   virtual ~OrphanSweepCluster() = default;
-  // From the caches: the Deployments managed by my-operator, and a MyResource by key.
-  virtual std::vector<std::shared_ptr<const kube::Object>> managed_deployments() = 0;
+  // From the caches: every Deployment managed by my-operator, one at a time (a pass never holds
+  // them all parsed at once), and a MyResource by key.
+  virtual void for_each_managed_deployment(
+      const std::function<void(const std::shared_ptr<const kube::Object>&)>& visit) = 0;
   virtual std::shared_ptr<const kube::Object> get_myresource(const runtime::ObjectKey& key) = 0;
   virtual Features features() = 0;
   // Background deletion with a UID precondition.

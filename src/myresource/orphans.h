@@ -4,6 +4,7 @@
 // objects; the operator deletes or reports what it returns, per the orphanPolicy feature flag.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,9 +22,12 @@ struct Orphan {
 
 using MyResourceLookup = std::function<std::shared_ptr<const kube::Object>(const runtime::ObjectKey&)>;
 
-// Deployments whose controller owner is a MyResource that `lookup` does not find, or finds with
-// another UID. Deployments without a controller owner are not orphans: the MyResource their label
-// names adopts them, and one without such a MyResource is left to its user.
+// Whether `deployment` is an orphan: its controller owner is a MyResource that `lookup` does not
+// find, or finds with another UID. Deployments without a controller owner are not orphans: the
+// MyResource their label names adopts them, and one without such a MyResource is left to its user.
+std::optional<Orphan> orphan_of(const kube::Object& deployment, const MyResourceLookup& lookup);
+
+// The orphans among `deployments` (orphan_of of each).
 std::vector<Orphan> find_orphans(const std::vector<std::shared_ptr<const kube::Object>>& deployments,
                                  const MyResourceLookup& lookup);
 

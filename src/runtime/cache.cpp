@@ -89,13 +89,23 @@ std::string ObjectCache::resource_version(const ObjectKey& key) const {
 }
 
 std::vector<ObjectPointer> ObjectCache::list() const {
+  std::vector<ObjectPointer> objects;
+  objects.reserve(size());
+  for_each([&objects](const ObjectPointer& object) { objects.push_back(object); });
+  return objects;
+}
+
+void ObjectCache::for_each(const std::function<void(const ObjectPointer&)>& visit) const {
   std::vector<Found> found;
   {
     std::shared_lock lock(mutex_);
     found.reserve(objects_.size());
     for (const auto& [key, entry] : objects_) found.push_back(found_locked(entry));
   }
-  return resolve_all(std::move(found));
+  for (auto& item : found) {
+    const ObjectPointer object = resolve(std::move(item));
+    if (object) visit(object);
+  }
 }
 
 std::vector<ObjectPointer> ObjectCache::list_namespace(std::string_view namespace_name) const {

@@ -14,6 +14,7 @@
 // Readers never block the watch for long: a read takes a shared lock and copies the packed bytes;
 // unpacking happens after the lock is released. Packing happens before a writer takes the lock.
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <map>
 #include <memory>
@@ -52,6 +53,10 @@ class ObjectCache {
   // The resourceVersion stored for `key`, "" when absent.
   std::string resource_version(const ObjectKey& key) const;
   std::vector<ObjectPointer> list() const;
+  // Calls `visit` with every object in key order, unpacking one at a time (and not making it hot):
+  // a pass over all objects that holds one parsed object at once, where list() parses them all
+  // together (about 4.8 KiB per Deployment: 48 MiB at 10,000).
+  void for_each(const std::function<void(const ObjectPointer&)>& visit) const;
   std::vector<ObjectPointer> list_namespace(std::string_view namespace_name) const;
   std::vector<ObjectPointer> list_by_controller_owner(std::string_view owner_uid) const;
   // By an indexed label; by reading every object when `key` is not indexed.

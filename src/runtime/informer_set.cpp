@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <iterator>
 
 #include "kube/object.h"
 
@@ -83,6 +84,19 @@ std::vector<ObjectPointer> InformerSet::list() const {
     objects.insert(objects.end(), listed.begin(), listed.end());
   }
   return objects;
+}
+
+void InformerSet::for_each(const std::function<void(const ObjectPointer&)>& visit) const {
+  for (const auto& informer : informers_) informer->cache().for_each(visit);
+}
+
+std::vector<ObjectKey> InformerSet::keys() const {
+  std::vector<ObjectKey> keys;
+  for (const auto& informer : informers_) {
+    auto cached = informer->cache().keys();
+    keys.insert(keys.end(), std::make_move_iterator(cached.begin()), std::make_move_iterator(cached.end()));
+  }
+  return keys;
 }
 
 std::vector<ObjectPointer> InformerSet::list_by_controller_owner(std::string_view owner_uid) const {

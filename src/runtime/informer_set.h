@@ -33,6 +33,9 @@ class InformerSet final : public Runnable, public EventSource {
   // Null when the object is not cached, or its namespace is out of scope.
   ObjectPointer get(const ObjectKey& key) const;
   std::vector<ObjectPointer> list() const;
+  // Every cached object, one parsed at a time (ObjectCache::for_each).
+  void for_each(const std::function<void(const ObjectPointer&)>& visit) const;
+  std::vector<ObjectKey> keys() const;
   std::vector<ObjectPointer> list_by_controller_owner(std::string_view owner_uid) const;
   std::size_t count_by_label(std::string_view key, std::string_view value) const;
   // Indexes label `key` in every informer's cache (for count_by_label).

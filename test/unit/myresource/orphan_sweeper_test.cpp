@@ -25,7 +25,10 @@ class FakeSweepCluster final : public OrphanSweepCluster {
   // Called before each delete (a test stops the sweep from here).
   std::function<void()> before_delete;
 
-  std::vector<std::shared_ptr<const kube::Object>> managed_deployments() override { return deployments; }
+  void for_each_managed_deployment(
+      const std::function<void(const std::shared_ptr<const kube::Object>&)>& visit) override {
+    for (const auto& deployment : deployments) visit(deployment);
+  }
   std::shared_ptr<const kube::Object> get_myresource(const runtime::ObjectKey& key) override {
     auto found = myresources.find(key.name);
     return found == myresources.end() ? nullptr : found->second;

@@ -1,8 +1,11 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -350,6 +353,31 @@ TEST_CASE("the cache indexes by namespace, controller owner and label", "[runtim
   cache.erase({"a", "x"});
   CHECK(cache.list_by_controller_owner("uid-1").empty());
   CHECK(cache.list_by_label("app", "web").empty());
+}
+
+TEST_CASE("a pass over the cache holds one unpacked object at a time", "[runtime][cache]") {
+  // One hot object: "c" stays parsed, "a" and "b" are packed and unpacked for the pass.
+  ObjectCache cache(CacheOptions{.indexed_labels = {}, .hot_objects = 1});
+  for (const char* name : {"a", "b", "c"}) {
+    cache.put(runtime::testing::make_object(std::string(R"({"metadata":{"namespace":"ns","name":")") + name +
+                                            R"(","resourceVersion":"1"}})"));
+  }
+  const ObjectPointer hot = cache.get({"ns", "c"});
+  std::vector<std::string> names;
+  std::vector<std::weak_ptr<const kube::Object>> visited;
+  std::size_t alive_during_visits = 0;  // earlier unpacked objects still alive at a later visit
+  cache.for_each([&](const ObjectPointer& object) {
+    for (const auto& earlier : visited) alive_during_visits += earlier.expired() ? 0 : 1;
+    names.emplace_back(object->name());
+    if (object != hot) visited.emplace_back(object);
+  });
+  CHECK(names == std::vector<std::string>{"a", "b", "c"});
+  CHECK(visited.size() == 2);
+  CHECK(alive_during_visits == 0);
+  CHECK(std::all_of(visited.begin(), visited.end(), [](const auto& object) { return object.expired(); }));
+  // The pass made nothing hot: "c" is still the one parsed object.
+  CHECK(cache.get({"ns", "c"}) == hot);
+  CHECK(cache.list().size() == 3);
 }
 
 TEST_CASE("the cache keeps objects packed, and the last used ones parsed", "[runtime][cache]") {
