@@ -66,6 +66,7 @@ QueryParameters list_query(const ListOptions& options) {
   QueryParameters query;
   if (!options.label_selector.empty()) query.emplace_back("labelSelector", options.label_selector);
   if (!options.field_selector.empty()) query.emplace_back("fieldSelector", options.field_selector);
+  if (!options.shard_selector.empty()) query.emplace_back("shardSelector", options.shard_selector);
   if (options.limit) query.emplace_back("limit", std::to_string(*options.limit));
   if (!options.continue_token.empty()) query.emplace_back("continue", options.continue_token);
   if (!options.resource_version.empty()) query.emplace_back("resourceVersion", options.resource_version);
@@ -82,6 +83,7 @@ QueryParameters watch_query(const WatchOptions& options) {
     query.emplace_back("resourceVersionMatch", options.resource_version_match);
   if (!options.label_selector.empty()) query.emplace_back("labelSelector", options.label_selector);
   if (!options.field_selector.empty()) query.emplace_back("fieldSelector", options.field_selector);
+  if (!options.shard_selector.empty()) query.emplace_back("shardSelector", options.shard_selector);
   if (options.allow_bookmarks) query.emplace_back("allowWatchBookmarks", "true");
   if (options.send_initial_events) query.emplace_back("sendInitialEvents", "true");
   if (options.timeout_seconds) query.emplace_back("timeoutSeconds", std::to_string(*options.timeout_seconds));

@@ -28,6 +28,10 @@ struct GetOptions {
 struct ListOptions {
   std::string label_selector;  // "app=a,tier in (x,y)"
   std::string field_selector;  // "metadata.name=a"
+  // "shardRange(object.metadata.namespace, '0x...', '0x...')||...": KEP-5866, alpha in 1.36 behind the
+  // ShardedListAndWatch gate. A server that applies it says so in the list's metadata.shardInfo; one
+  // that does not ignores it and sends everything.
+  std::string shard_selector;
   std::optional<std::int64_t> limit;
   std::string continue_token;  // metadata.continue of the previous page
   std::string resource_version;
@@ -67,6 +71,7 @@ struct WatchOptions {
   std::string resource_version_match;  // "NotOlderThan" with send_initial_events
   std::string label_selector;
   std::string field_selector;
+  std::string shard_selector;  // as ListOptions::shard_selector; a watch never says whether it applied
   bool allow_bookmarks = true;
   bool send_initial_events = false;    // WatchList
   std::optional<int> timeout_seconds;  // the server ends the watch after this; keep it below idle_timeout

@@ -163,6 +163,7 @@ Watcher::StepOutcome Watcher::list_initial_state(const WatcherEventHandler& on_e
   ListOptions list_options;
   list_options.label_selector = options_.label_selector;
   list_options.field_selector = options_.field_selector;
+  list_options.shard_selector = options_.shard_selector;
   list_options.limit = options_.page_size;
   // resourceVersion "" is a consistent read from etcd: never older than what a previous watch showed.
   std::string list_resource_version;
@@ -200,6 +201,7 @@ Watcher::StepOutcome Watcher::stream(bool initial, const WatcherEventHandler& on
   WatchOptions watch_options;
   watch_options.label_selector = options_.label_selector;
   watch_options.field_selector = options_.field_selector;
+  watch_options.shard_selector = options_.shard_selector;
   watch_options.allow_bookmarks = true;
   watch_options.timeout_seconds = next_watch_timeout_seconds();
   watch_options.stream = options_.stream;
