@@ -22,11 +22,17 @@ EventMapper with_priorities(EventMapper mapper, EventPriorities priorities) {
 ControllerBuilder::ControllerBuilder(Manager& manager, std::string name) : manager_(manager) {
   options_.name = std::move(name);
   options_.registry = manager.registry();
+  options_.shard_gate = manager.shard_gate();
 }
 
-InformerScope ControllerBuilder::scope_of(const std::optional<std::vector<std::string>>& namespaces,
-                                          std::string label_selector, std::string field_selector) const {
-  return {namespaces.value_or(manager_.namespaces()), std::move(label_selector), std::move(field_selector)};
+InformerScope ControllerBuilder::scope_of(const kube::ResourceType& type,
+                                          const std::optional<std::vector<std::string>>& namespaces,
+                                          std::string label_selector, std::string field_selector,
+                                          bool shardable) const {
+  InformerScope scope{namespaces.value_or(manager_.namespaces()), std::move(label_selector),
+                      std::move(field_selector)};
+  scope.sharded = shardable && manager_.shard_gate() && type.namespaced && scope.namespaces.empty();
+  return scope;
 }
 
 ControllerBuilder& ControllerBuilder::for_kind(const kube::ResourceType& type,
@@ -34,9 +40,10 @@ ControllerBuilder& ControllerBuilder::for_kind(const kube::ResourceType& type,
   if (primary_) throw std::logic_error("ControllerBuilder: for_kind() given twice for " + options_.name);
   primary_ = type;
   predicates.insert(predicates.end(), options.predicates.begin(), options.predicates.end());
-  watches_.push_back({type, scope_of(options.namespaces, options.label_selector, options.field_selector),
-                      with_priorities(enqueue_object(), options.priorities.value_or(EventPriorities{})),
-                      std::move(predicates)});
+  watches_.push_back(
+      {type, scope_of(type, options.namespaces, options.label_selector, options.field_selector, true),
+       with_priorities(enqueue_object(), options.priorities.value_or(EventPriorities{})),
+       std::move(predicates)});
   return *this;
 }
 
@@ -51,7 +58,7 @@ ControllerBuilder& ControllerBuilder::owns(const kube::ResourceType& type, OwnsO
     }
     return requests;
   };
-  watches_.push_back({type, scope_of(options.namespaces, std::move(options.label_selector), {}),
+  watches_.push_back({type, scope_of(type, options.namespaces, std::move(options.label_selector), {}, true),
                       with_priorities(std::move(mapper), options.priorities), std::move(options.predicates)});
   return *this;
 }
@@ -59,10 +66,10 @@ ControllerBuilder& ControllerBuilder::owns(const kube::ResourceType& type, OwnsO
 ControllerBuilder& ControllerBuilder::watches(const kube::ResourceType& type, EventMapper mapper,
                                               WatchOptions options) {
   if (options.priorities) mapper = with_priorities(std::move(mapper), *options.priorities);
-  watches_.push_back(
-      {type,
-       scope_of(options.namespaces, std::move(options.label_selector), std::move(options.field_selector)),
-       std::move(mapper), std::move(options.predicates)});
+  watches_.push_back({type,
+                      scope_of(type, options.namespaces, std::move(options.label_selector),
+                               std::move(options.field_selector), false),
+                      std::move(mapper), std::move(options.predicates)});
   return *this;
 }
 

@@ -84,8 +84,11 @@ class ControllerBuilder {
     std::vector<Predicate> predicates;
   };
 
-  InformerScope scope_of(const std::optional<std::vector<std::string>>& namespaces,
-                         std::string label_selector, std::string field_selector) const;
+  // `shardable`: the primary and owned kinds, cached per shard slot when the manager shards (and the
+  // kind is namespaced and watched in every namespace).
+  InformerScope scope_of(const kube::ResourceType& type,
+                         const std::optional<std::vector<std::string>>& namespaces,
+                         std::string label_selector, std::string field_selector, bool shardable) const;
 
   Manager& manager_;
   ControllerOptions options_;

@@ -157,6 +157,17 @@ void Controller::restore_event_seen(const ObjectKey& key, TimePoint seen) {
 }
 
 void Controller::process(const WorkItem& item) {
+  const std::optional<ShardGate::Ticket> ticket =
+      options_.shard_gate ? options_.shard_gate->enter(item.key.namespace_name) : std::nullopt;
+  if (options_.shard_gate) {
+    if (!ticket) {
+      take_event_seen(item.key);
+      queue_->done(item, Completion::success());
+      log(spdlog::level::debug, "Not this replica's shard, dropped",
+          {{"controller", options_.name}, {"namespace", item.key.namespace_name}, {"name", item.key.name}});
+      return;
+    }
+  }
   const std::string reconcile_id = new_reconcile_id();
   const TimePoint started = options_.clock->now();
   ReconcileRequest request;

@@ -12,6 +12,8 @@
 // - An exception from the reconciler is counted (controller_runtime_reconcile_panics_total),
 //   logged and retried with backoff; it never escapes a worker.
 // - stop() stops taking work, lets in-flight reconciles finish within a grace period, then cancels.
+// - With a shard gate (--sharding), a key is reconciled only under a ticket for its namespace's slot;
+//   a key of a slot this replica does not own (now) is dropped: the slot's new owner lists it.
 #include <prometheus/registry.h>
 
 #include <condition_variable>
@@ -31,6 +33,7 @@
 #include "runtime/object_event.h"
 #include "runtime/predicate.h"
 #include "runtime/reconciler.h"
+#include "runtime/shard_gate.h"
 #include "runtime/workqueue.h"
 
 namespace myop::runtime {
@@ -44,6 +47,8 @@ struct ControllerOptions {
   // Queue tuning; its name, clock and metrics are set by the controller.
   WorkQueueOptions queue{};
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  // Null: every key is this replica's to reconcile.
+  std::shared_ptr<ShardGate> shard_gate;
   // Reconcile deadlines, the shutdown grace period and the work queue run on it.
   std::shared_ptr<const base::Clock> clock = base::system_clock();
 };

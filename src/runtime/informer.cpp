@@ -86,6 +86,8 @@ void Informer::prune_locked(TimePoint now) {
 }
 
 void Informer::handle(kube::WatcherEvent event) {
+  // Not ours (the server ignored the shard selector): never cached, so never deleted either.
+  if (event.object && options_.accept && !options_.accept(event.object->view())) return;
   const TimePoint now = options_.clock->now();
   // The transform runs before the lock: writers (store_written) and the watch do not wait on each
   // other's.
@@ -187,6 +189,7 @@ ObjectPointer Informer::store_written(const kube::JsonValue& returned_object,
   if (returned.name().empty() || returned.resource_version().empty()) return nullptr;
   if (!options_.namespace_name.empty() && returned.namespace_name() != options_.namespace_name)
     return nullptr;
+  if (options_.accept && !options_.accept(returned)) return nullptr;
   const ObjectKey key{std::string(returned.namespace_name()), std::string(returned.name())};
   if (!selector_->matches(returned)) {
     // The write took the object out of this informer's view: the watch will say so with a delete.

@@ -20,6 +20,8 @@
 //   compared for equality, never ordered.
 // - Every resync period (10 h by default, jittered) each cached object is re-delivered as a
 //   `resync` event (low priority).
+// - An `accept` filter (a shard's hash range) drops what the server sent but the informer does not
+//   want, as if it had never been sent: a server that ignores shardSelector sends everything.
 #include <rapidjson/document.h>
 
 #include <atomic>
@@ -54,6 +56,9 @@ struct InformerOptions {
   std::string name = "informer";
   // Only objects of this namespace are accepted by store_written ("" = any).
   std::string namespace_name;
+  // When set, only objects it returns true for are cached, delivered or taken by store_written. It
+  // must decide on fields that never change (namespace, name, uid): an object is in or out for life.
+  std::function<bool(const kube::ObjectView&)> accept;
   Transform transform = strip_for_cache;
   Duration resync_period = std::chrono::hours(10);
   double resync_jitter = 0.1;  // each period is resync_period * (1 +- jitter)

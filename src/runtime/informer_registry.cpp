@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <stdexcept>
 
 #include "runtime/logging.h"
 
@@ -18,6 +19,11 @@ std::shared_ptr<InformerSet> InformerRegistry::informer(const kube::ResourceType
                                                         const InformerScope& requested) {
   InformerScope scope = requested;
   if (!type.namespaced) scope.namespaces.clear();
+  if (scope.sharded && (!type.namespaced || !scope.namespaces.empty())) {
+    throw std::invalid_argument(
+        "a sharded cache of " + type.resource +
+        " needs a namespaced kind watched in all namespaces (shards are namespaces' hashes)");
+  }
   std::sort(scope.namespaces.begin(), scope.namespaces.end());
   scope.namespaces.erase(std::unique(scope.namespaces.begin(), scope.namespaces.end()),
                          scope.namespaces.end());
@@ -32,7 +38,9 @@ std::shared_ptr<InformerSet> InformerRegistry::informer(const kube::ResourceType
   if (!scope.field_selector.empty()) options.name += "[" + scope.field_selector + "]";
   options.watcher.label_selector = scope.label_selector;
   options.watcher.field_selector = scope.field_selector;
-  auto informers = std::make_shared<InformerSet>(client_, type, scope.namespaces, options);
+  auto informers = scope.sharded
+                       ? std::make_shared<InformerSet>(client_, type, InformerSet::Sharded{}, options)
+                       : std::make_shared<InformerSet>(client_, type, scope.namespaces, options);
   entries_.push_back({type, scope, informers});
   if (started_) {
     log(spdlog::level::info, "Starting cache", {{"cache", informers->name()}});
@@ -50,6 +58,15 @@ std::vector<std::shared_ptr<InformerSet>> InformerRegistry::caching(const kube::
     if (resource_id(entry.type) == id && entry.informers->in_scope(namespace_name)) {
       found.push_back(entry.informers);
     }
+  }
+  return found;
+}
+
+std::vector<std::shared_ptr<InformerSet>> InformerRegistry::sharded() const {
+  std::vector<std::shared_ptr<InformerSet>> found;
+  std::lock_guard lock(mutex_);
+  for (const Entry& entry : entries_) {
+    if (entry.informers->sharded()) found.push_back(entry.informers);
   }
   return found;
 }

@@ -29,6 +29,8 @@ struct InformerScope {
   std::vector<std::string> namespaces;
   std::string label_selector;
   std::string field_selector;
+  // One informer per shard slot this replica owns (InformerSet's sharded mode); needs all namespaces.
+  bool sharded = false;
 
   friend bool operator==(const InformerScope&, const InformerScope&) = default;
 };
@@ -55,6 +57,8 @@ class InformerRegistry final : public Runnable {
   void start() override;
   void stop() override;
   bool has_synced() const override;
+  // The sharded informer sets (their slots are added and removed by the shard coordinator).
+  std::vector<std::shared_ptr<InformerSet>> sharded() const;
   // Calls back when every informer set that exists now has synced (sets asked for later are started
   // at once but not waited for).
   void on_synced(std::function<void()> callback) override;

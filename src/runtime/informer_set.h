@@ -3,10 +3,18 @@
 // namespaces when the set is empty. The operator's tenancy (--namespaces) needs it: a team's
 // instance watches only its namespaces and needs no cluster-wide read.
 //
+// Sharded (--sharding, runtime/shard_coordinator.h), it is instead an Informer per shard slot this
+// replica owns or is about to own, added and removed while running: each asks the API server for its
+// slot's hash range (shardSelector, when the server applies it) and keeps only objects whose namespace
+// hashes into the slot, so a slot that changes hands is listed alone and nothing else is re-listed.
+//
 // It is one Runnable (synced when every informer is) and one EventSource (events of all of them).
-// Reads and read-your-own-writes are routed to the informer of the object's namespace.
+// Reads and read-your-own-writes are routed to the informer of the object's namespace (or slot).
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +30,14 @@ class InformerSet final : public Runnable, public EventSource {
   // `namespaces` empty: all namespaces. options.name and options.namespace_name are set per informer.
   InformerSet(const std::shared_ptr<kube::Client>& client, const kube::ResourceType& type,
               std::vector<std::string> namespaces, InformerOptions options);
+  // Sharded: no informer until add_slot(). add_slot() asks the API server whether it applies
+  // shardSelector (metadata.shardInfo, or its behaviour for custom resources, whose lists lack
+  // shardInfo in 1.37) until it has an answer; the slot informers send the selector unless the server
+  // is known to ignore it, and filter on the client either way, so no answer is ever needed for
+  // correctness.
+  struct Sharded {};
+  InformerSet(std::shared_ptr<kube::Client> client, kube::ResourceType type, Sharded sharded,
+              InformerOptions options);
 
   std::string name() const override { return name_; }
   void start() override;
@@ -50,14 +66,40 @@ class InformerSet final : public Runnable, public EventSource {
   // Whether objects of `namespace_name` are watched.
   bool in_scope(std::string_view namespace_name) const;
 
+  // Sharded only. add_slot() makes the slot's informer (started if the set is) and returns it, so the
+  // caller can wait for it to sync; a slot already there is returned as it is. remove_slot() stops the
+  // slot's informer and drops its cache; its subscribers are told nothing (the objects did not change,
+  // this replica stopped looking at them).
+  bool sharded() const { return sharded_; }
+  std::shared_ptr<Informer> add_slot(int slot);
+  void remove_slot(int slot);
+  bool slot_synced(int slot) const;
+  // Delivers every cached object of the slot again, as resync events (its work may start now).
+  void redeliver_slot(int slot);
+  std::vector<int> slots() const;
+  // Whether the API server confirmed it filters by shard (nullopt: not asked yet, or it could not be).
+  std::optional<bool> server_filters_shards() const;
+
  private:
-  const Informer* informer_for(std::string_view namespace_name) const;
-  Informer* informer_for(std::string_view namespace_name);
+  std::shared_ptr<Informer> informer_for(std::string_view namespace_name) const;
+  std::vector<std::shared_ptr<Informer>> all_informers() const;
 
   std::string name_;
   bool all_namespaces_;
-  std::vector<std::string> namespaces_;  // parallel to informers_
+  bool sharded_ = false;
+  std::vector<std::string> namespaces_;  // parallel to informers_ (not sharded)
+
+  // Sharded: what makes a slot's informer.
+  std::shared_ptr<kube::Client> client_;
+  kube::ResourceType type_;
+  InformerOptions options_;
+  std::optional<bool> server_filters_shards_;
+
+  mutable std::shared_mutex mutex_;  // guards the members below (they change only when sharded)
   std::vector<std::shared_ptr<Informer>> informers_;
+  std::map<int, std::shared_ptr<Informer>> slot_informers_;
+  std::vector<EventHandler> handlers_;
+  bool started_ = false;
 };
 
 }  // namespace myop::runtime

@@ -1,58 +1,31 @@
 #include "runtime/leader_election.h"
 
 #include <rapidjson/document.h>
-#include <unistd.h>
+
 #include <stdexcept>
 
 #include "base/time_format.h"
 #include "kube/resource.h"
-#include "runtime/controller.h"
+#include "runtime/lease_record.h"
 #include "runtime/logging.h"
 
 namespace myop::runtime {
 
 namespace {
 
-std::string string_member(const rapidjson::Value& object, const char* name) {
-  if (!object.IsObject()) return {};
-  auto member = object.FindMember(name);
-  return member != object.MemberEnd() && member->value.IsString() ? member->value.GetString() : std::string();
-}
-
-int int_member(const rapidjson::Value& object, const char* name) {
-  if (!object.IsObject()) return 0;
-  auto member = object.FindMember(name);
-  return member != object.MemberEnd() && member->value.IsInt() ? member->value.GetInt() : 0;
-}
-
-std::string default_identity() {
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
-  return std::string(host) + "_" + new_reconcile_id();
-}
-
 // A Lease body. `resource_version` empty for a create.
 rapidjson::Document lease_body(const LeaderElectionOptions& options, const std::string& resource_version,
                                const std::string& holder, const std::string& acquire_time,
                                const std::string& renew_time, int duration_seconds, int transitions) {
-  rapidjson::Document lease(rapidjson::kObjectType);
-  auto& allocator = lease.GetAllocator();
-  auto text = [&](const std::string& value) { return rapidjson::Value(value.c_str(), allocator); };
-  lease.AddMember("apiVersion", "coordination.k8s.io/v1", allocator);
-  lease.AddMember("kind", "Lease", allocator);
-  rapidjson::Value metadata(rapidjson::kObjectType);
-  metadata.AddMember("name", text(options.name), allocator);
-  metadata.AddMember("namespace", text(options.namespace_name), allocator);
-  if (!resource_version.empty()) metadata.AddMember("resourceVersion", text(resource_version), allocator);
-  lease.AddMember("metadata", metadata, allocator);
-  rapidjson::Value spec(rapidjson::kObjectType);
-  spec.AddMember("holderIdentity", text(holder), allocator);
-  spec.AddMember("leaseDurationSeconds", duration_seconds, allocator);
-  spec.AddMember("acquireTime", text(acquire_time), allocator);
-  spec.AddMember("renewTime", text(renew_time), allocator);
-  spec.AddMember("leaseTransitions", transitions, allocator);
-  lease.AddMember("spec", spec, allocator);
-  return lease;
+  LeaseRecord record;
+  record.name = options.name;
+  record.resource_version = resource_version;
+  record.holder = holder;
+  record.acquire_time = acquire_time;
+  record.renew_time = renew_time;
+  record.duration_seconds = duration_seconds;
+  record.transitions = transitions;
+  return lease_document(options.namespace_name, record);
 }
 
 }  // namespace
@@ -62,7 +35,7 @@ LeaseLeaderElector::LeaseLeaderElector(std::shared_ptr<kube::Client> client, Lea
   if (options_.name.empty() || options_.namespace_name.empty()) {
     throw std::invalid_argument("LeaderElectionOptions: the Lease's namespace_name and name are required");
   }
-  if (options_.identity.empty()) options_.identity = default_identity();
+  if (options_.identity.empty()) options_.identity = default_holder_identity();
   if (!options_.clock) options_.clock = base::system_clock();
   if (options_.registry) {
     master_status_ = &prometheus::BuildGauge()
@@ -128,16 +101,13 @@ LeaseLeaderElector::Attempt LeaseLeaderElector::try_acquire_or_renew(std::stop_t
     return Attempt::acquired;
   }
 
-  const auto& lease = current.value();
-  const auto spec_member = lease.FindMember("spec");
-  static const rapidjson::Value empty_object(rapidjson::kObjectType);
-  const rapidjson::Value& spec = spec_member != lease.MemberEnd() ? spec_member->value : empty_object;
-  const std::string holder = string_member(spec, "holderIdentity");
-  const std::string renew_time = string_member(spec, "renewTime");
-  const std::string acquire_time = string_member(spec, "acquireTime");
-  const int transitions = int_member(spec, "leaseTransitions");
-  const std::string resource_version = string_member(lease["metadata"], "resourceVersion");
-  int holder_duration = int_member(spec, "leaseDurationSeconds");
+  const LeaseRecord lease = parse_lease(current.value());
+  const std::string& holder = lease.holder;
+  const std::string& renew_time = lease.renew_time;
+  const std::string& acquire_time = lease.acquire_time;
+  const int transitions = lease.transitions;
+  const std::string& resource_version = lease.resource_version;
+  int holder_duration = lease.duration_seconds;
   if (holder_duration <= 0) holder_duration = duration_seconds;
 
   bool expired;
@@ -261,11 +231,10 @@ void LeaseLeaderElector::release() {
   const auto type = kube::resources::leases();
   auto current = client_->get(type, options_.namespace_name, options_.name);
   if (!current) return;
-  const auto& lease = current.value();
-  if (string_member(lease["spec"], "holderIdentity") != options_.identity) return;
+  const LeaseRecord lease = parse_lease(current.value());
+  if (lease.holder != options_.identity) return;
   const std::string now = base::format_micro_time(options_.clock->wall_now());
-  auto body = lease_body(options_, string_member(lease["metadata"], "resourceVersion"), "", now, now, 1,
-                         int_member(lease["spec"], "leaseTransitions"));
+  auto body = lease_body(options_, lease.resource_version, "", now, now, 1, lease.transitions);
   auto released = client_->update(type, options_.namespace_name, body);
   if (released) {
     log(spdlog::level::info, "Released the leader Lease",

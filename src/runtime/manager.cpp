@@ -47,6 +47,29 @@ Manager::Manager(ManagerOptions options) : options_(std::move(options)) {
     writer_ = std::make_shared<Writer>(options_.client, informers_, options_.field_manager);
     runnables_.push_back(informers_);
   }
+  if (options_.sharding) {
+    if (!options_.client || options_.leader_elector) {
+      throw std::invalid_argument("ManagerOptions: sharding needs a client and no leader elector");
+    }
+    if (!options_.namespaces.empty()) {
+      throw std::invalid_argument(
+          "ManagerOptions: sharding needs every namespace watched (shards are namespaces)");
+    }
+    if (!options_.sharding->registry) options_.sharding->registry = options_.registry;
+    if (!options_.sharding->clock) options_.sharding->clock = options_.clock;
+    shard_gate_ = std::make_shared<ShardGate>(kShardSlots, options_.clock);
+    // Every write of a namespaced object goes out only while its slot is ours and our membership fresh.
+    writer_->set_fence([gate = shard_gate_](const kube::ResourceType& type,
+                                            const ObjectKey& key) -> std::optional<kube::Error> {
+      if (!type.namespaced || gate->may_write(key.namespace_name)) return std::nullopt;
+      return kube::make_error(kube::Reason::Cancelled, "not written: the shard slot of namespace " +
+                                                           key.namespace_name +
+                                                           " is not this replica's now (handed over, or "
+                                                           "membership lost)");
+    });
+    shard_coordinator_ =
+        std::make_unique<ShardCoordinator>(options_.client, *informers_, shard_gate_, *options_.sharding);
+  }
   metrics_server_.handle("/metrics", [this](const HttpRequest& request) { return metrics(request); });
   probe_server_.handle("/healthz", [this] { return healthz(); });
   probe_server_.handle("/readyz", [this] { return readyz(); });
@@ -268,6 +291,17 @@ int Manager::run(std::stop_token stop) {
     log(spdlog::level::info, "Starting", {{"runnable", runnable->name()}});
     runnable->start();
   }
+  if (shard_coordinator_) {
+    shard_coordinator_->on_lost([this] {
+      log(spdlog::level::err, "Shard membership lost, stopping", {});
+      leadership_lost_ = true;
+      internal_stop_.request_stop();
+    });
+    if (!shard_coordinator_->start(stopping)) {
+      shut_down();
+      return stop.stop_requested() ? 0 : 1;
+    }
+  }
 
   {
     std::mutex mutex;
@@ -283,6 +317,8 @@ int Manager::run(std::stop_token stop) {
 bool Manager::shut_down() {
   // Lost leadership: another replica may already be writing, so cancel in-flight work at once.
   const Duration grace = leadership_lost_ ? Duration::zero() : options_.graceful_shutdown_timeout;
+  // Sharded: drain and free every slot first, so the other replicas take them over at once.
+  if (shard_coordinator_) shard_coordinator_->stop(grace);
   log(spdlog::level::info, "Stopping controllers",
       {{"gracePeriodSeconds", std::to_string(to_seconds(grace))}});
   // Controllers stop in parallel so that they share one grace period.

@@ -38,6 +38,8 @@
 #include "runtime/leader_elector.h"
 #include "runtime/metrics_authorizer.h"
 #include "runtime/runnable.h"
+#include "runtime/shard_coordinator.h"
+#include "runtime/shard_gate.h"
 #include "runtime/writer.h"
 
 namespace myop::runtime {
@@ -61,6 +63,11 @@ struct ManagerOptions {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   // Null: no leader election, controllers start as soon as caches are synced.
   std::shared_ptr<LeaderElector> leader_elector;
+  // Set (with a client, without a leader elector): several active replicas share the work by shard
+  // slot (runtime/shard_coordinator.h). Controllers' primary and owned kinds are cached per slot, and
+  // every reconcile runs under the slot's ticket. Losing membership stops the manager like losing
+  // leadership does.
+  std::optional<ShardingOptions> sharding;
   // Null: /metrics is open (bind it to localhost or protect it with a NetworkPolicy). Set: every
   // scrape needs a bearer token allowed `get` on /metrics (TokenReview + SubjectAccessReview).
   std::shared_ptr<MetricsAuthorizer> metrics_authorizer;
@@ -99,6 +106,9 @@ class Manager {
   Writer& writer();
   std::shared_ptr<EventRecorder> event_recorder();
   const std::vector<std::string>& namespaces() const { return options_.namespaces; }
+  // Null unless sharding.
+  const std::shared_ptr<ShardGate>& shard_gate() const { return shard_gate_; }
+  ShardCoordinator* shard_coordinator() { return shard_coordinator_.get(); }
   void add_health_check(std::string name, Check check);
   void add_ready_check(std::string name, Check check);
 
@@ -134,6 +144,8 @@ class Manager {
   HttpServer metrics_server_{"metrics"};
   HttpServer probe_server_{"health probe"};
   std::shared_ptr<CertificateWatcher> certificate_watcher_;
+  std::shared_ptr<ShardGate> shard_gate_;
+  std::unique_ptr<ShardCoordinator> shard_coordinator_;
   std::atomic<bool> caches_synced_{false};
   std::atomic<bool> leadership_lost_{false};
   std::stop_source internal_stop_;

@@ -102,7 +102,8 @@ std::vector<std::string> assign_slots(std::vector<std::string> members, int slot
     return std::tie(member_hashes[a], members[a]) > std::tie(member_hashes[b], members[b]);
   });
   std::vector<std::size_t> share(count, static_cast<std::size_t>(slot_count) / count);
-  for (std::size_t rank = 0; rank < static_cast<std::size_t>(slot_count) % count; ++rank) ++share[by_hash[rank]];
+  for (std::size_t rank = 0; rank < static_cast<std::size_t>(slot_count) % count; ++rank)
+    ++share[by_hash[rank]];
 
   struct Pair {
     std::uint64_t score;
@@ -112,7 +113,8 @@ std::vector<std::string> assign_slots(std::vector<std::string> members, int slot
   std::vector<Pair> pairs;
   pairs.reserve(count * static_cast<std::size_t>(slot_count));
   for (std::size_t member = 0; member < count; ++member) {
-    for (int slot = 0; slot < slot_count; ++slot) pairs.push_back({pair_score(member_hashes[member], slot), member, slot});
+    for (int slot = 0; slot < slot_count; ++slot)
+      pairs.push_back({pair_score(member_hashes[member], slot), member, slot});
   }
   // Best score first; ties (practically never) by name, then slot, so every replica breaks them alike.
   std::sort(pairs.begin(), pairs.end(), [&](const Pair& a, const Pair& b) {

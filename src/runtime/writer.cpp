@@ -46,6 +46,9 @@ ObjectPointer Writer::store(const std::vector<Snapshot>& snapshots, const rapidj
 
 kube::Result<ObjectPointer> Writer::apply(const kube::ResourceType& type, const kube::Object& object,
                                           const ApplyOptions& options, std::stop_token stop) {
+  if (fence_) {
+    if (auto refused = fence_(type, key_of_object(object))) return std::move(*refused);
+  }
   const auto snapshots = snapshot(type, key_of_object(object));
   kube::PatchOptions patch_options;
   patch_options.field_manager = field_manager_;
@@ -58,6 +61,9 @@ kube::Result<ObjectPointer> Writer::apply(const kube::ResourceType& type, const 
 
 kube::Result<ObjectPointer> Writer::create(const kube::ResourceType& type, const kube::Object& object,
                                            std::stop_token stop) {
+  if (fence_) {
+    if (auto refused = fence_(type, key_of_object(object))) return std::move(*refused);
+  }
   const auto snapshots = snapshot(type, key_of_object(object));
   kube::WriteOptions options;
   options.field_manager = field_manager_;
@@ -69,6 +75,9 @@ kube::Result<ObjectPointer> Writer::create(const kube::ResourceType& type, const
 kube::Result<ObjectPointer> Writer::patch(const kube::ResourceType& type, const ObjectKey& key,
                                           kube::PatchType patch_type, std::string_view body,
                                           std::string_view subresource, std::stop_token stop) {
+  if (fence_) {
+    if (auto refused = fence_(type, key)) return std::move(*refused);
+  }
   const auto snapshots = snapshot(type, key);
   kube::PatchOptions options;
   options.field_manager = field_manager_;
@@ -106,6 +115,9 @@ kube::Result<ObjectPointer> Writer::set_finalizers(const kube::ResourceType& typ
 
 kube::Result<ObjectPointer> Writer::remove(const kube::ResourceType& type, const ObjectKey& key,
                                            const kube::DeleteOptions& options, std::stop_token stop) {
+  if (fence_) {
+    if (auto refused = fence_(type, key)) return std::move(*refused);
+  }
   const auto snapshots = snapshot(type, key);
   auto answer = client_->remove(type, key.namespace_name, key.name, options, stop);
   if (!answer) {

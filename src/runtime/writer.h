@@ -10,6 +10,9 @@
 // that moved on already has our write or something newer from the watch). Informers whose selectors
 // the written object no longer matches drop it.
 //
+// A fence (sharding: runtime/shard_gate.h) is asked before every request; when it refuses, nothing
+// is sent and its error is returned.
+//
 // Every verb returns the object as stored (the cache's snapshot when a cache took it), or the API
 // error unchanged, so callers can tell a 409 from a 404 from a real failure.
 #include <memory>
@@ -58,6 +61,11 @@ class Writer {
   kube::Result<ObjectPointer> remove(const kube::ResourceType& type, const ObjectKey& key,
                                      const kube::DeleteOptions& options = {}, std::stop_token stop = {});
 
+  // Returns an error to refuse a write of `key` (of `type`), nullopt to let it go. Set before use.
+  using Fence =
+      std::function<std::optional<kube::Error>(const kube::ResourceType& type, const ObjectKey& key)>;
+  void set_fence(Fence fence) { fence_ = std::move(fence); }
+
   kube::Client& client() { return *client_; }
   const std::string& field_manager() const { return field_manager_; }
 
@@ -73,6 +81,7 @@ class Writer {
   std::shared_ptr<kube::Client> client_;
   std::shared_ptr<InformerRegistry> informers_;
   std::string field_manager_;
+  Fence fence_;
 };
 
 }  // namespace myop::runtime

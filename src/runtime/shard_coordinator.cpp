@@ -1,0 +1,510 @@
+#include "runtime/shard_coordinator.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+#include <stdexcept>
+
+#include "base/time_format.h"
+#include "kube/resource.h"
+#include "runtime/logging.h"
+#include "runtime/shard_ring.h"
+
+namespace myop::runtime {
+
+namespace {
+
+int whole_seconds(Duration duration) {
+  return static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(duration).count());
+}
+
+}  // namespace
+
+// --- MemberLiveness ---------------------------------------------------------------------------------
+
+void MemberLiveness::observe(const std::string& identity, const std::string& renew_time, TimePoint now) {
+  auto [position, inserted] = members_.try_emplace(identity);
+  Seen& seen = position->second;
+  if (inserted || !seen.has_lease || seen.renew_time != renew_time) {
+    seen.renew_time = renew_time;
+    seen.changed_at = now;
+    seen.has_lease = true;
+  }
+}
+
+void MemberLiveness::notice(const std::string& identity, TimePoint now) {
+  auto [position, inserted] = members_.try_emplace(identity);
+  if (inserted) position->second.changed_at = now;
+}
+
+bool MemberLiveness::expired(const std::string& identity, TimePoint now, Duration lease_duration) const {
+  auto found = members_.find(identity);
+  return found != members_.end() && now - found->second.changed_at >= lease_duration;
+}
+
+std::optional<std::string> MemberLiveness::last_renew_time(const std::string& identity) const {
+  auto found = members_.find(identity);
+  if (found == members_.end() || !found->second.has_lease) return std::nullopt;
+  return found->second.renew_time;
+}
+
+void MemberLiveness::forget_older_than(TimePoint now, Duration age) {
+  std::erase_if(members_, [&](const auto& entry) { return now - entry.second.changed_at >= age; });
+}
+
+// --- ShardCoordinator -------------------------------------------------------------------------------
+
+ShardCoordinator::ShardCoordinator(std::shared_ptr<kube::Client> client, InformerRegistry& informers,
+                                   std::shared_ptr<ShardGate> gate, ShardingOptions options)
+    : client_(std::move(client)),
+      informers_(informers),
+      gate_(std::move(gate)),
+      options_(std::move(options)),
+      slots_(static_cast<std::size_t>(gate_->slot_count())) {
+  if (options_.namespace_name.empty() || options_.name.empty()) {
+    throw std::invalid_argument("ShardingOptions: the Leases' namespace_name and name are required");
+  }
+  if (options_.renew_deadline >= options_.lease_duration) {
+    throw std::invalid_argument("ShardingOptions: renew_deadline must be shorter than lease_duration");
+  }
+  if (options_.identity.empty()) options_.identity = default_holder_identity();
+  if (!options_.clock) options_.clock = base::system_clock();
+  InformerScope scope;
+  scope.namespaces = {options_.namespace_name};
+  scope.label_selector = options_.group_label + "=" + options_.name;
+  leases_ = informers_.informer(kube::resources::leases(), scope);
+  leases_->subscribe([this](const ObjectEvent&) { wake(); });
+  if (options_.registry) {
+    const std::string prefix = options_.metrics_prefix;
+    slots_owned_ = &prometheus::BuildGauge()
+                        .Name(prefix + "_slots_owned")
+                        .Help("Shard slots this replica owns and works on now")
+                        .Register(*options_.registry)
+                        .Add({});
+    members_ = &prometheus::BuildGauge()
+                    .Name(prefix + "_members")
+                    .Help("Live members of the shard group, as this replica sees them")
+                    .Register(*options_.registry)
+                    .Add({});
+    handover_seconds_ = &prometheus::BuildHistogram()
+                             .Name(prefix + "_handover_seconds")
+                             .Help("From a slot being assigned to this replica to this replica working on it")
+                             .Register(*options_.registry)
+                             .Add({}, prometheus::Histogram::BucketBoundaries{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+                                                                              10, 20, 30, 60, 120});
+  }
+}
+
+ShardCoordinator::~ShardCoordinator() {
+  for (auto* thread : {&work_thread_, &deadline_thread_, &renew_thread_}) {
+    if (thread->joinable()) {
+      thread->request_stop();
+      thread->join();
+    }
+  }
+}
+
+std::string ShardCoordinator::member_lease_name(const std::string& identity) const {
+  char hash[17];
+  std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(fnv1a64(identity)));
+  return options_.name + "-member-" + hash;
+}
+
+std::string ShardCoordinator::slot_lease_name(int slot) const {
+  char number[8];
+  std::snprintf(number, sizeof number, "%02d", slot);
+  return options_.name + "-slot-" + number;
+}
+
+LeaseRecord ShardCoordinator::new_record(const std::string& name) const {
+  LeaseRecord record;
+  record.name = name;
+  record.duration_seconds = whole_seconds(options_.lease_duration);
+  record.labels[options_.group_label] = options_.name;
+  return record;
+}
+
+void ShardCoordinator::on_lost(std::function<void()> callback) {
+  std::lock_guard lock(mutex_);
+  on_lost_ = std::move(callback);
+}
+
+void ShardCoordinator::wake() {
+  {
+    std::lock_guard lock(mutex_);
+    woken_ = true;
+  }
+  wake_.notify_all();
+}
+
+Duration ShardCoordinator::give_up_after() const {
+  return options_.renew_deadline - options_.retry_period / 2;
+}
+
+bool ShardCoordinator::renew(std::stop_token stop) {
+  const auto type = kube::resources::leases();
+  const TimePoint sent = options_.clock->now();
+  if (joined_) {
+    // Woken past the deadline (a paused process): renewing now would make others believe in a member
+    // that has already stopped.
+    std::unique_lock lock(mutex_);
+    if (sent - last_renew_ >= give_up_after()) {
+      lock.unlock();
+      lose("no successful renewal of the member Lease within the renew deadline");
+      return false;
+    }
+  }
+  const std::string now = base::format_micro_time(options_.clock->wall_now());
+  LeaseRecord record = new_record(member_lease_name(options_.identity));
+  record.holder = options_.identity;
+  record.renew_time = now;
+  {
+    std::lock_guard lock(mutex_);
+    record.resource_version = member_resource_version_;
+    record.acquire_time = member_acquire_time_.empty() ? now : member_acquire_time_;
+  }
+  auto written = record.resource_version.empty()
+                     ? client_->create(type, options_.namespace_name,
+                                       lease_document(options_.namespace_name, record), {}, stop)
+                     : client_->update(type, options_.namespace_name,
+                                       lease_document(options_.namespace_name, record), {}, stop);
+  if (!written) {
+    const auto& error = written.error();
+    if (kube::is_conflict(error) || kube::is_already_exists(error) || kube::is_not_found(error)) {
+      // Someone else wrote it (a stale version of ours, or an expired-member cleanup): read it again
+      // and write over it at the next attempt.
+      auto current = client_->get(type, options_.namespace_name, record.name, {}, stop);
+      std::lock_guard lock(mutex_);
+      member_resource_version_ =
+          current ? std::string(kube::ObjectView(current.value()).resource_version()) : "";
+    } else {
+      log(spdlog::level::warn, "Cannot renew the shard member Lease",
+          {{"lease", options_.namespace_name + "/" + record.name}, {"error", error.to_string()}});
+    }
+    return false;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    member_resource_version_ = std::string(kube::ObjectView(written.value()).resource_version());
+    member_acquire_time_ = record.acquire_time;
+    // From when it was sent: the others saw it no earlier than that.
+    last_renew_ = sent;
+  }
+  gate_->extend_deadline(sent + give_up_after());
+  return true;
+}
+
+bool ShardCoordinator::start(std::stop_token stop) {
+  log(spdlog::level::info, "Joining the shard group",
+      {{"group", options_.namespace_name + "/" + options_.name}, {"identity", options_.identity}});
+  while (!renew(stop)) {
+    if (!options_.clock->sleep_for(stop, options_.retry_period)) return false;
+  }
+  joined_ = true;
+  renew_thread_ = std::jthread([this](std::stop_token renew_stop) { renew_loop(renew_stop); });
+  // A watchdog for the renew deadline: it must fire even while a renewal request hangs.
+  deadline_thread_ = std::jthread([this](std::stop_token watch_stop) {
+    const Duration give_up_after = this->give_up_after();
+    while (!watch_stop.stop_requested() && !lost_) {
+      TimePoint last;
+      {
+        std::lock_guard lock(mutex_);
+        last = last_renew_;
+      }
+      const TimePoint give_up_at = last + give_up_after;
+      if (options_.clock->now() >= give_up_at) {
+        lose("no successful renewal of the member Lease within the renew deadline");
+        return;
+      }
+      options_.clock->sleep_until(watch_stop, give_up_at);
+    }
+  });
+  work_thread_ = std::jthread([this](std::stop_token work_stop) { work_loop(work_stop); });
+  return true;
+}
+
+void ShardCoordinator::renew_loop(std::stop_token stop) {
+  while (!stop.stop_requested() && !lost_) {
+    if (!options_.clock->sleep_for(stop, options_.retry_period)) break;
+    // A renewal that hangs is cut at the deadline by the watchdog's loss; this one is cancelled then.
+    renew(stop);
+  }
+}
+
+void ShardCoordinator::lose(const std::string& why) {
+  if (lost_.exchange(true)) return;
+  gate_->close();
+  if (slots_owned_) slots_owned_->Set(0);
+  log(spdlog::level::err, "Shard membership lost, stopped writing",
+      {{"group", options_.namespace_name + "/" + options_.name},
+       {"identity", options_.identity},
+       {"reason", why}});
+  std::function<void()> callback;
+  {
+    std::lock_guard lock(mutex_);
+    callback = on_lost_;
+  }
+  wake();
+  if (callback) callback();
+}
+
+void ShardCoordinator::work_loop(std::stop_token stop) {
+  while (!stop.stop_requested() && !lost_) {
+    step(stop);
+    std::unique_lock lock(mutex_);
+    options_.clock->wait_for(wake_, lock, stop, options_.retry_period,
+                             [this] { return woken_ || lost_.load(); });
+    woken_ = false;
+  }
+}
+
+void ShardCoordinator::start_caches(int slot) {
+  for (const auto& set : informers_.sharded()) {
+    set->add_slot(slot)->on_synced([this] { wake(); });
+  }
+}
+
+void ShardCoordinator::drop_caches(int slot) {
+  for (const auto& set : informers_.sharded()) set->remove_slot(slot);
+}
+
+bool ShardCoordinator::caches_synced(int slot) const {
+  return std::ranges::all_of(informers_.sharded(),
+                             [slot](const auto& set) { return set->slot_synced(slot); });
+}
+
+bool ShardCoordinator::try_acquire(int slot, const std::optional<LeaseRecord>& lease, TimePoint now,
+                                   std::stop_token stop) {
+  const auto type = kube::resources::leases();
+  const std::string time = base::format_micro_time(options_.clock->wall_now());
+  LeaseRecord record = new_record(slot_lease_name(slot));
+  record.holder = options_.identity;
+  record.acquire_time = time;
+  record.renew_time = time;
+  if (!lease) {
+    auto created = client_->create(type, options_.namespace_name,
+                                   lease_document(options_.namespace_name, record), {}, stop);
+    if (!created) return false;
+    acquired_versions_[slot] = std::string(kube::ObjectView(created.value()).resource_version());
+    return true;
+  }
+  if (lease->holder == options_.identity) {
+    acquired_versions_[slot] = lease->resource_version;
+    return true;
+  }
+  if (!lease->holder.empty()) {
+    liveness_.notice(lease->holder, now);
+    if (!liveness_.expired(lease->holder, now, options_.lease_duration)) return false;
+    // Looks expired from here; make sure with a fresh read that it is not our watch that stalled.
+    auto member = client_->get(type, options_.namespace_name, member_lease_name(lease->holder), {}, stop);
+    if (member) {
+      const LeaseRecord current = parse_lease(member.value());
+      if (current.holder == lease->holder && current.renew_time != liveness_.last_renew_time(lease->holder)) {
+        liveness_.observe(lease->holder, current.renew_time, now);
+        return false;
+      }
+    } else if (!kube::is_not_found(member.error())) {
+      return false;
+    }
+    log(spdlog::level::info, "Taking over a shard slot from an expired member",
+        {{"slot", std::to_string(slot)}, {"from", lease->holder}});
+  }
+  record.resource_version = lease->resource_version;
+  record.transitions = lease->transitions + 1;
+  auto updated = client_->update(type, options_.namespace_name,
+                                 lease_document(options_.namespace_name, record), {}, stop);
+  if (!updated) return false;
+  acquired_versions_[slot] = std::string(kube::ObjectView(updated.value()).resource_version());
+  return true;
+}
+
+bool ShardCoordinator::release(int slot, std::stop_token stop) {
+  const auto type = kube::resources::leases();
+  auto current = client_->get(type, options_.namespace_name, slot_lease_name(slot), {}, stop);
+  if (!current) return kube::is_not_found(current.error());
+  LeaseRecord record = parse_lease(current.value());
+  if (record.holder != options_.identity) return true;  // not ours any more
+  record.holder.clear();
+  record.renew_time = base::format_micro_time(options_.clock->wall_now());
+  auto released = client_->update(type, options_.namespace_name,
+                                  lease_document(options_.namespace_name, record), {}, stop);
+  if (!released) {
+    log(spdlog::level::warn, "Cannot free a shard slot Lease",
+        {{"slot", std::to_string(slot)}, {"error", released.error().to_string()}});
+    return false;
+  }
+  acquired_versions_.erase(slot);
+  return true;
+}
+
+void ShardCoordinator::collect_expired_members(const std::vector<LeaseRecord>& members, TimePoint now,
+                                               std::stop_token stop) {
+  // A member Lease nobody renewed for ten lease durations belongs to a process long gone (a crash;
+  // a clean stop deletes its own). Deleting it keeps the group's Lease list short.
+  const Duration age = options_.lease_duration * 10;
+  for (const auto& member : members) {
+    if (member.holder == options_.identity || !liveness_.expired(member.holder, now, age)) continue;
+    kube::DeleteOptions options;
+    options.precondition_resource_version = member.resource_version;
+    if (client_->remove(kube::resources::leases(), options_.namespace_name, member.name, options, stop)) {
+      log(spdlog::level::info, "Deleted the Lease of a member gone for long", {{"member", member.holder}});
+    }
+  }
+  liveness_.forget_older_than(now, age * 2);
+}
+
+void ShardCoordinator::step(std::stop_token stop) {
+  const TimePoint now = options_.clock->now();
+  const std::string member_prefix = options_.name + "-member-";
+  std::vector<LeaseRecord> members;
+  std::map<int, LeaseRecord> slot_leases;
+  std::map<std::string, int> slot_numbers;
+  for (int slot = 0; slot < gate_->slot_count(); ++slot) slot_numbers.emplace(slot_lease_name(slot), slot);
+  leases_->for_each([&](const ObjectPointer& object) {
+    LeaseRecord record = parse_lease(object->json());
+    if (record.name.rfind(member_prefix, 0) == 0) {
+      if (!record.holder.empty()) members.push_back(std::move(record));
+    } else if (auto slot = slot_numbers.find(record.name); slot != slot_numbers.end()) {
+      slot_leases.emplace(slot->second, std::move(record));
+    }
+  });
+
+  std::vector<std::string> live{options_.identity};
+  for (const auto& member : members) {
+    if (member.holder == options_.identity) continue;
+    liveness_.observe(member.holder, member.renew_time, now);
+    if (!liveness_.expired(member.holder, now, options_.lease_duration)) live.push_back(member.holder);
+  }
+  if (members_) members_->Set(static_cast<double>(live.size()));
+  const auto assignment = assign_slots(live, gate_->slot_count());
+
+  // Slots moving away first: they free Leases others are waiting for.
+  for (int slot = 0; slot < gate_->slot_count() && !stop.stop_requested() && !lost_; ++slot) {
+    Slot& state = slots_[static_cast<std::size_t>(slot)];
+    if (assignment[static_cast<std::size_t>(slot)] == options_.identity) continue;
+    switch (state.state) {
+      case SlotState::idle:
+        break;
+      case SlotState::prefetching:
+        drop_caches(slot);
+        state.state = SlotState::idle;
+        break;
+      case SlotState::active:
+      case SlotState::acquired:
+        log(spdlog::level::info, "Handing a shard slot over",
+            {{"slot", std::to_string(slot)}, {"to", assignment[static_cast<std::size_t>(slot)]}});
+        if (!gate_->deactivate(slot, stop)) return;
+        drop_caches(slot);
+        state.state = SlotState::releasing;
+        [[fallthrough]];
+      case SlotState::releasing:
+        if (release(slot, stop)) state.state = SlotState::idle;
+        break;
+    }
+  }
+  for (int slot = 0; slot < gate_->slot_count() && !stop.stop_requested() && !lost_; ++slot) {
+    Slot& state = slots_[static_cast<std::size_t>(slot)];
+    if (assignment[static_cast<std::size_t>(slot)] != options_.identity) continue;
+    if (state.state == SlotState::idle || state.state == SlotState::releasing) {
+      // (releasing: it came back to us before its Lease was freed; the Lease is still ours.)
+      start_caches(slot);
+      state.wanted_since = now;
+      state.state = state.state == SlotState::releasing ? SlotState::acquired : SlotState::prefetching;
+    }
+    if (state.state == SlotState::prefetching) {
+      auto lease = slot_leases.find(slot);
+      std::optional<LeaseRecord> current;
+      if (lease != slot_leases.end()) current = lease->second;
+      if (try_acquire(slot, current, now, stop)) state.state = SlotState::acquired;
+    }
+    if (state.state == SlotState::acquired && caches_synced(slot) && !lost_) {
+      gate_->activate(slot);
+      for (const auto& set : informers_.sharded()) set->redeliver_slot(slot);
+      state.state = SlotState::active;
+      const double seconds = to_seconds(options_.clock->now() - state.wanted_since);
+      if (handover_seconds_) handover_seconds_->Observe(seconds);
+      log(spdlog::level::info, "Working on a shard slot",
+          {{"slot", std::to_string(slot)}, {"handoverSeconds", std::to_string(seconds)}});
+    }
+  }
+  if (slots_owned_ && !lost_) slots_owned_->Set(static_cast<double>(gate_->active_slots().size()));
+  collect_expired_members(members, now, stop);
+}
+
+void ShardCoordinator::stop(Duration grace) {
+  if (work_thread_.joinable()) {
+    work_thread_.request_stop();
+    work_thread_.join();
+  }
+  if (!joined_ || lost_) {
+    for (auto* thread : {&deadline_thread_, &renew_thread_}) {
+      if (thread->joinable()) {
+        thread->request_stop();
+        thread->join();
+      }
+    }
+    // Lost: our slots stay ours on paper until our membership expires in the others' eyes, which
+    // deleting the member Lease does not shorten (they judge by the renewals they saw); it only lets
+    // them plan without us at once. Best effort: the API server may be what we lost.
+    if (lost_) {
+      std::stop_source give_up;
+      std::jthread timer([&give_up, this](std::stop_token timer_stop) {
+        if (options_.clock->sleep_for(timer_stop, options_.retry_period)) give_up.request_stop();
+      });
+      (void)client_->remove(kube::resources::leases(), options_.namespace_name,
+                            member_lease_name(options_.identity), {}, give_up.get_token());
+    }
+    return;
+  }
+  // Leave while still renewing: draining may take up to `grace`.
+  std::stop_source give_up;
+  std::jthread timer([&give_up, grace, this](std::stop_token timer_stop) {
+    if (options_.clock->sleep_for(timer_stop, grace)) give_up.request_stop();
+  });
+  bool all_freed = true;
+  for (int slot = 0; slot < gate_->slot_count(); ++slot) {
+    Slot& state = slots_[static_cast<std::size_t>(slot)];
+    if (state.state == SlotState::idle) continue;
+    if (state.state == SlotState::prefetching) {
+      drop_caches(slot);
+      state.state = SlotState::idle;
+      continue;
+    }
+    if (state.state != SlotState::releasing && !gate_->deactivate(slot, give_up.get_token())) {
+      all_freed = false;  // work still in flight: its Lease stays ours and expires with the membership
+      continue;
+    }
+    drop_caches(slot);
+    state.state = SlotState::releasing;
+    if (release(slot, {})) {
+      state.state = SlotState::idle;
+    } else {
+      all_freed = false;
+    }
+  }
+  timer.request_stop();
+  gate_->close();
+  if (slots_owned_) slots_owned_->Set(0);
+  for (auto* thread : {&deadline_thread_, &renew_thread_}) {
+    if (thread->joinable()) {
+      thread->request_stop();
+      thread->join();
+    }
+  }
+  if (all_freed) {
+    kube::DeleteOptions options;
+    std::lock_guard lock(mutex_);
+    options.precondition_resource_version = member_resource_version_;
+    auto deleted = client_->remove(kube::resources::leases(), options_.namespace_name,
+                                   member_lease_name(options_.identity), options);
+    if (!deleted) {
+      log(spdlog::level::warn, "Cannot delete the shard member Lease",
+          {{"error", deleted.error().to_string()}});
+    }
+  }
+  log(spdlog::level::info, "Left the shard group",
+      {{"group", options_.namespace_name + "/" + options_.name},
+       {"allSlotsFreed", all_freed ? "true" : "false"}});
+}
+
+}  // namespace myop::runtime

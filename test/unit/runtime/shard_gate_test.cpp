@@ -1,0 +1,121 @@
+// The shard gate: tickets only for active slots, and deactivate() returns only once the tickets taken
+// before it are back, so nothing of this replica writes in a slot it hands over.
+#include "runtime/shard_gate.h"
+
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <thread>
+#include <vector>
+
+using namespace std::chrono_literals;
+using namespace myop::runtime;
+
+namespace {
+
+// A namespace whose slot is `slot`.
+std::string namespace_in(int slot) {
+  for (int i = 0;; ++i) {
+    std::string name = "team-" + std::to_string(i);
+    if (shard_slot(name) == slot) return name;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a ticket is given only for a namespace of an active slot", "[runtime][sharding]") {
+  ShardGate gate;
+  const std::string in_three = namespace_in(3);
+  const std::string in_five = namespace_in(5);
+  CHECK_FALSE(gate.enter(in_three));
+  gate.activate(3);
+  auto ticket = gate.enter(in_three);
+  REQUIRE(ticket);
+  CHECK(ticket->slot() == 3);
+  CHECK(gate.in_flight(3) == 1);
+  CHECK_FALSE(gate.enter(in_five));
+  CHECK(gate.active_slots() == std::vector<int>{3});
+  ticket.reset();
+  CHECK(gate.in_flight(3) == 0);
+}
+
+TEST_CASE("deactivate refuses new tickets at once and waits for those out", "[runtime][sharding]") {
+  ShardGate gate;
+  const std::string name = namespace_in(7);
+  gate.activate(7);
+  auto held = std::make_unique<std::optional<ShardGate::Ticket>>(gate.enter(name));
+  REQUIRE(*held);
+  std::atomic<bool> returned{false};
+  auto deactivated = std::async(std::launch::async, [&] {
+    const bool drained = gate.deactivate(7);
+    returned = true;
+    return drained;
+  });
+  // Refused as soon as deactivate has marked the slot (it does so before waiting).
+  while (gate.active(7)) std::this_thread::sleep_for(1ms);
+  CHECK_FALSE(gate.enter(name));
+  std::this_thread::sleep_for(50ms);
+  CHECK_FALSE(returned);  // the ticket is still out
+  held.reset();
+  CHECK(deactivated.get());
+  CHECK(returned);
+  CHECK(gate.in_flight(7) == 0);
+}
+
+TEST_CASE("a deactivation given up by its stop token leaves the slot refused", "[runtime][sharding]") {
+  ShardGate gate;
+  const std::string name = namespace_in(1);
+  gate.activate(1);
+  auto ticket = gate.enter(name);
+  std::stop_source stop;
+  stop.request_stop();
+  CHECK_FALSE(gate.deactivate(1, stop.get_token()));
+  CHECK_FALSE(gate.active(1));
+  CHECK_FALSE(gate.enter(name));
+}
+
+TEST_CASE("close refuses every slot and activation after it", "[runtime][sharding]") {
+  ShardGate gate;
+  int activated = 0;
+  gate.on_activated([&](int) { ++activated; });
+  gate.activate(0);
+  gate.activate(0);  // already active: no second callback
+  CHECK(activated == 1);
+  gate.close();
+  CHECK(gate.active_slots().empty());
+  CHECK_FALSE(gate.enter(namespace_in(0)));
+  gate.activate(2);
+  CHECK_FALSE(gate.active(2));
+  CHECK(activated == 1);
+}
+
+TEST_CASE("tickets and deactivation race without a ticket slipping through", "[runtime][sharding]") {
+  // Workers take tickets in a loop and count the work they do while holding one; once deactivate
+  // returns, no work may be counted any more.
+  ShardGate gate;
+  const std::string name = namespace_in(9);
+  gate.activate(9);
+  std::atomic<bool> drained{false};
+  std::atomic<int> after_drain{0};
+  std::atomic<bool> done{false};
+  std::vector<std::thread> workers;
+  for (int i = 0; i < 4; ++i) {
+    workers.emplace_back([&] {
+      while (!done) {
+        if (auto ticket = gate.enter(name)) {
+          std::this_thread::sleep_for(100us);
+          if (drained) ++after_drain;
+        }
+      }
+    });
+  }
+  std::this_thread::sleep_for(20ms);
+  REQUIRE(gate.deactivate(9));
+  drained = true;
+  std::this_thread::sleep_for(20ms);
+  done = true;
+  for (auto& worker : workers) worker.join();
+  CHECK(after_drain == 0);
+}
