@@ -93,11 +93,12 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
   operator_namespace = own_namespace(config.value());
   spdlog::info(
       "my-operator {} starting: server={} context={} namespaces={} operator-namespace={} leader-elect={} "
+      "sharding={} "
       "max-concurrent-reconciles={} qps={} burst={} resync-period={}s orphan-sweep-period={}s config-map={} "
       "metrics={} metrics-secure={} metrics-cert={} probes={}",
       myop::kVersion, config->server, config->context_name.empty() ? "(in-cluster)" : config->context_name,
       options.namespaces.empty() ? "(all)" : options.namespaces_flag, operator_namespace,
-      options.leader_elect, options.max_concurrent_reconciles, options.qps, options.burst,
+      options.leader_elect, options.sharding, options.max_concurrent_reconciles, options.qps, options.burst,
       options.resync_period.count(), options.orphan_sweep_period.count(), options.config_map,
       options.metrics_bind_address, options.metrics_secure, metrics_certificate(options),
       options.health_probe_bind_address);
@@ -131,6 +132,20 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
     election.name = options.leader_election_id;
     election.registry = registry;
     manager.leader_elector = std::make_shared<runtime::LeaseLeaderElector>(client, election);
+  }
+  if (options.sharding) {
+    runtime::ShardingOptions sharding;
+    sharding.namespace_name =
+        options.leader_election_namespace.empty() ? operator_namespace : options.leader_election_namespace;
+    sharding.name = options.shard_group;
+    sharding.group_label = "myorg.io/shard-group";
+    sharding.metrics_prefix = "myoperator_shard";
+    // The pod's name when it runs in a cluster (downward API), so the Leases say which pod holds what;
+    // a random suffix keeps a restarted process a new member.
+    const char* pod_name = std::getenv("POD_NAME");
+    sharding.identity = (pod_name != nullptr && *pod_name != '\0' ? std::string(pod_name) : identity) + "_" +
+                        runtime::new_reconcile_id().substr(0, 8);
+    manager.sharding = sharding;
   }
   return std::make_unique<runtime::Manager>(std::move(manager));
 }

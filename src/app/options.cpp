@@ -93,6 +93,10 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
   add("leader-election-namespace", options.leader_election_namespace,
       "Namespace of the leader-election Lease (default: the operator's namespace)");
   add("leader-election-id", options.leader_election_id, "Name of the leader-election Lease");
+  add_flag("sharding", options.sharding,
+           "Share the work among every replica by shard slot (namespaces' FNV-1a hashes), on member and slot "
+           "Leases in the leader-election namespace; replaces --leader-elect");
+  add("shard-group", options.shard_group, "Name prefix of the sharding Leases (with --sharding)");
   add("max-concurrent-reconciles", options.max_concurrent_reconciles, "Number of reconcile workers")
       ->check(CLI::Range(1, 1024));
   add("qps", options.qps,
@@ -112,6 +116,16 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
 
   try {
     app.parse(argc, argv);
+    if (options.sharding && options.leader_elect) {
+      throw CLI::ValidationError("--sharding",
+                                 "replaces --leader-elect (every replica works, on its own shard "
+                                 "slots): give one of them");
+    }
+    if (options.sharding && !split_namespaces(options.namespaces_flag).empty()) {
+      throw CLI::ValidationError("--sharding",
+                                 "needs every namespace watched (shards are namespaces' hashes): "
+                                 "drop --namespaces");
+    }
     if (!options.metrics_secure && !options.metrics_cert_dir.empty()) {
       throw CLI::ValidationError("--metrics-cert-dir",
                                  "needs --metrics-secure (metrics are plain HTTP without it)");

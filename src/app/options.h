@@ -22,6 +22,10 @@ struct Options {
   bool leader_elect = false;
   std::string leader_election_namespace;
   std::string leader_election_id = "my-operator.myorg.io";
+  // Several active replicas, each working on the shard slots (namespaces' hashes) it owns; the
+  // Leases (<shard-group>-member-*, <shard-group>-slot-NN) live in the leader-election namespace.
+  bool sharding = false;
+  std::string shard_group = "my-operator";
   int max_concurrent_reconciles = 4;
   // No client-side rate limit by default: the API server's Priority and Fairness limits clients,
   // and its 429 + Retry-After is honoured.

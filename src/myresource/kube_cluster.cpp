@@ -7,12 +7,14 @@ namespace myop::myresource {
 
 KubeCluster::KubeCluster(runtime::Writer& writer, std::shared_ptr<runtime::InformerSet> myresources,
                          std::shared_ptr<runtime::InformerSet> deployments,
-                         std::function<Features()> features, std::shared_ptr<runtime::EventRecorder> recorder)
+                         std::function<Features()> features, std::shared_ptr<runtime::EventRecorder> recorder,
+                         std::shared_ptr<runtime::ShardGate> shard_gate)
     : writer_(writer),
       myresources_(std::move(myresources)),
       deployments_(std::move(deployments)),
       features_(std::move(features)),
-      recorder_(std::move(recorder)) {}
+      recorder_(std::move(recorder)),
+      shard_gate_(std::move(shard_gate)) {}
 
 ObjectPointer KubeCluster::get_myresource(std::string_view namespace_name, std::string_view name) {
   return myresources_->get({std::string(namespace_name), std::string(name)});
@@ -63,10 +65,21 @@ void KubeCluster::record_event(const EventSubject& subject, std::string_view typ
 }
 
 void KubeCluster::for_each_managed_deployment(const std::function<void(const ObjectPointer&)>& visit) {
-  deployments_->for_each(visit);
+  if (!shard_gate_) return deployments_->for_each(visit);
+  deployments_->for_each([&](const ObjectPointer& deployment) {
+    if (shard_gate_->active(runtime::shard_slot(deployment->namespace_name()))) visit(deployment);
+  });
 }
 
 kube::Result<void> KubeCluster::delete_orphan(const Orphan& orphan, std::stop_token stop) {
+  const std::optional<runtime::ShardGate::Ticket> ticket =
+      shard_gate_ ? shard_gate_->enter(orphan.namespace_name) : std::nullopt;
+  if (shard_gate_) {
+    if (!ticket) {
+      return kube::make_error(kube::Reason::Conflict, "the shard slot of namespace " + orphan.namespace_name +
+                                                          " moved to another replica during the sweep");
+    }
+  }
   kube::DeleteOptions options;
   options.propagation_policy = "Background";
   options.precondition_uid = orphan.uid;

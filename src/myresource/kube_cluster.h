@@ -11,6 +11,7 @@
 #include "myresource/orphan_sweeper.h"
 #include "runtime/event_recorder.h"
 #include "runtime/informer_set.h"
+#include "runtime/shard_gate.h"
 #include "runtime/writer.h"
 
 namespace myop::myresource {
@@ -20,7 +21,8 @@ class KubeCluster final : public Cluster, public OrphanSweepCluster {
   // `writer` belongs to the manager, which outlives every controller and runnable it runs.
   KubeCluster(runtime::Writer& writer, std::shared_ptr<runtime::InformerSet> myresources,
               std::shared_ptr<runtime::InformerSet> deployments, std::function<Features()> features,
-              std::shared_ptr<runtime::EventRecorder> recorder);
+              std::shared_ptr<runtime::EventRecorder> recorder,
+              std::shared_ptr<runtime::ShardGate> shard_gate = nullptr);
 
   ObjectPointer get_myresource(std::string_view namespace_name, std::string_view name) override;
   ObjectPointer get_deployment(std::string_view namespace_name, std::string_view name) override;
@@ -48,6 +50,9 @@ class KubeCluster final : public Cluster, public OrphanSweepCluster {
   std::shared_ptr<runtime::InformerSet> deployments_;
   std::function<Features()> features_;
   std::shared_ptr<runtime::EventRecorder> recorder_;
+  // Sharded: the orphan sweep looks only at slots this replica works on (their caches are synced, so a
+  // missing owner is really missing) and deletes under the slot's ticket.
+  std::shared_ptr<runtime::ShardGate> shard_gate_;
 };
 
 }  // namespace myop::myresource

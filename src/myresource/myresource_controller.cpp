@@ -36,10 +36,12 @@ std::optional<runtime::ObjectKey> adopting_myresource(const kube::Object& deploy
 
 std::shared_ptr<runtime::Controller> add_myresource_controller(runtime::Manager& manager,
                                                                const MyResourceControllerOptions& options) {
-  const runtime::InformerScope scope{manager.namespaces(), "", ""};
+  // Sharded (--sharding), both are cached per shard slot, as the controller builder caches them.
+  const bool sharded = manager.shard_gate() != nullptr;
+  const runtime::InformerScope scope{manager.namespaces(), "", "", sharded};
   // Only the Deployments we manage: every other Deployment of the cluster stays out of memory.
   const std::string managed_by = std::string(kManagedByLabel) + "=" + std::string(kManagedByValue);
-  const runtime::InformerScope deployment_scope{manager.namespaces(), managed_by, ""};
+  const runtime::InformerScope deployment_scope{manager.namespaces(), managed_by, "", sharded};
   const runtime::InformerScope flags_scope{
       {options.operator_namespace}, "", "metadata.name=" + options.config_map};
 
@@ -51,7 +53,7 @@ std::shared_ptr<runtime::Controller> add_myresource_controller(runtime::Manager&
                                      runtime::ObjectKey{options.operator_namespace, options.config_map});
   auto cluster = std::make_shared<KubeCluster>(
       manager.writer(), myresources, deployments, [flags] { return flags->current(); },
-      manager.event_recorder());
+      manager.event_recorder(), manager.shard_gate());
 
   runtime::OwnsOptions owned;
   owned.label_selector = managed_by;
