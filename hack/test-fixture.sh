@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # CTest fixture for the integration tests: one control plane per test run.
-#   test-fixture.sh up STATE_DIR    starts hack/testenv in STATE_DIR/controlplane, or, when
-#                                   $KUBECONFIG is set, records that cluster instead.
+#   test-fixture.sh up STATE_DIR [TESTENV_ARGS...]
+#                                   starts hack/testenv in STATE_DIR/controlplane (with TESTENV_ARGS,
+#                                   e.g. --no-sharded-watch), or, when $KUBECONFIG is set, records
+#                                   that cluster instead.
 #   test-fixture.sh down STATE_DIR  stops the control plane it started, if any.
 # The tests read STATE_DIR/kubeconfig-path (see test/integration/support/testenv.cpp).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 action=${1:?usage: test-fixture.sh up|down STATE_DIR}
 state=${2:?usage: test-fixture.sh up|down STATE_DIR}
+shift 2
 mkdir -p "$state"
 case "$action" in
   up)
@@ -18,7 +21,7 @@ case "$action" in
       kubectl --kubeconfig "${KUBECONFIG%%:*}" get --raw /readyz >/dev/null ||
         { echo "test-fixture: the cluster of KUBECONFIG is not ready" >&2; exit 1; }
     else
-      "$repo/hack/testenv" up --dir "$state/controlplane" --audit
+      "$repo/hack/testenv" up --dir "$state/controlplane" --audit "$@"
       echo "$state/controlplane" > "$state/controlplane-dir"
       echo "$state/controlplane/kubeconfig" > "$state/kubeconfig-path"
     fi ;;

@@ -218,6 +218,10 @@ void OperatorProcess::kill() {
   pid_ = -1;
 }
 
+void OperatorProcess::signal(int signal) {
+  if (pid_ > 0) ::kill(-pid_, signal);
+}
+
 std::string OperatorProcess::metrics() const {
   auto result = testenv::run("curl -sf http://127.0.0.1:" + std::to_string(metrics_port_) + "/metrics");
   return result.ok() ? result.output : std::string();
@@ -275,6 +279,9 @@ std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark)
     if (found_user == entry.MemberEnd() || string_member(found_user->value, "username") != user) continue;
     AuditEntry result;
     result.verb = string_member(entry, "verb");
+    result.request_uri = string_member(entry, "requestURI");
+    result.received = string_member(entry, "requestReceivedTimestamp");
+    result.completed = string_member(entry, "stageTimestamp");
     if (auto ref = entry.FindMember("objectRef"); ref != entry.MemberEnd()) {
       result.resource = string_member(ref->value, "resource");
       result.subresource = string_member(ref->value, "subresource");

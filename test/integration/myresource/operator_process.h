@@ -49,6 +49,8 @@ class OperatorProcess {
   void stop();
   // SIGKILL at once, as a crash or an evicted pod would end it.
   void kill();
+  // Sends `signal` to the process group (e.g. SIGSTOP / SIGCONT to pause it as a stalled node would).
+  void signal(int signal);
   bool running();
 
   // The metrics text (GET /metrics); "" when it cannot be read.
@@ -81,6 +83,10 @@ struct AuditEntry {
   std::string namespace_;
   std::string name;
   int code = 0;
+  std::string request_uri;  // path and query, as sent
+  // requestReceivedTimestamp and stageTimestamp (RFC 3339 with microseconds: compare as text).
+  std::string received;
+  std::string completed;
   std::string describe() const;
 };
 

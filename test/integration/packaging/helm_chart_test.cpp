@@ -331,3 +331,47 @@ TEST_CASE("packaging: no selector of the chart relies on app.kubernetes.io/insta
   }
   CHECK(selectors >= 4);  // Deployment, Service, PodDisruptionBudget, ServiceMonitor
 }
+
+TEST_CASE(
+    "packaging: sharding.enabled renders every replica sharded, its Lease rights and a drain-friendly PDB",
+    "[packaging][helm]") {
+  const auto objects =
+      yaml_documents(helm_template("-n my-operator-system --set sharding.enabled=true --set replicaCount=4"));
+  auto find = [&objects](const std::string& kind, const std::string& name) -> std::optional<YAML::Node> {
+    for (const auto& object : objects)
+      if (object["kind"].as<std::string>("") == kind &&
+          object["metadata"]["name"].as<std::string>("") == name)
+        return object;
+    return std::nullopt;
+  };
+  const auto deployment = find("Deployment", "my-operator");
+  REQUIRE(deployment);
+  CHECK((*deployment)["spec"]["replicas"].as<int>() == 4);
+  std::set<std::string> args;
+  for (const auto& arg : (*deployment)["spec"]["template"]["spec"]["containers"][0]["args"])
+    args.insert(arg.as<std::string>());
+  CHECK(args.count("--sharding") == 1);
+  CHECK(args.count("--shard-group=my-operator") == 1);
+  CHECK(args.count("--leader-elect") == 0);  // sharding replaces it
+  const auto role = find("Role", "my-operator-leader-election");
+  REQUIRE(role);
+  bool lease_rights = false;
+  for (const auto& rule : (*role)["rules"]) {
+    if (rule["resources"][0].as<std::string>() != "leases") continue;
+    std::set<std::string> verbs;
+    for (const auto& verb : rule["verbs"]) verbs.insert(verb.as<std::string>());
+    lease_rights = verbs == std::set<std::string>{"get", "list", "watch", "create", "update", "delete"};
+  }
+  CHECK(lease_rights);
+  const auto budget = find("PodDisruptionBudget", "my-operator");
+  REQUIRE(budget);
+  CHECK((*budget)["spec"]["maxUnavailable"].as<int>() == 1);
+  CHECK_FALSE((*budget)["spec"]["minAvailable"]);
+
+  const auto with_namespaces =
+      testenv::run(helm_binary() + " template " + shell_quote(chart_folder()) + " --kube-version " +
+                   server_version() + " --set sharding.enabled=true --set 'watchNamespaces={team-a}'");
+  INFO(with_namespaces.output);
+  CHECK_FALSE(with_namespaces.ok());
+  CHECK(with_namespaces.output.find("sharding.enabled needs watchNamespaces empty") != std::string::npos);
+}
