@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <initializer_list>
 #include <set>
 #include <stdexcept>
+#include <utility>
 
 #include "base/time_format.h"
 #include "kube/resource.h"
@@ -13,6 +15,25 @@
 namespace myop::runtime {
 
 namespace {
+
+void stop_and_join(std::initializer_list<std::jthread*> threads) {
+  for (auto* thread : threads) {
+    if (thread->joinable()) {
+      thread->request_stop();
+      thread->join();
+    }
+  }
+}
+
+// A stop token that fires after `timeout` on `clock` (while the returned thread lives).
+std::pair<std::shared_ptr<std::stop_source>, std::jthread> timeout_source(const base::Clock& clock,
+                                                                          Duration timeout) {
+  auto source = std::make_shared<std::stop_source>();
+  std::jthread timer([source, &clock, timeout](std::stop_token timer_stop) {
+    if (clock.sleep_for(timer_stop, timeout)) source->request_stop();
+  });
+  return {source, std::move(timer)};
+}
 
 int whole_seconds(Duration duration) {
   return static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(duration).count());
@@ -95,14 +116,7 @@ ShardCoordinator::ShardCoordinator(std::shared_ptr<kube::Client> client, Informe
   }
 }
 
-ShardCoordinator::~ShardCoordinator() {
-  for (auto* thread : {&work_thread_, &deadline_thread_, &renew_thread_}) {
-    if (thread->joinable()) {
-      thread->request_stop();
-      thread->join();
-    }
-  }
-}
+ShardCoordinator::~ShardCoordinator() { stop_and_join({&work_thread_, &deadline_thread_, &renew_thread_}); }
 
 std::string ShardCoordinator::member_lease_name(const std::string& identity) const {
   char hash[17];
@@ -432,35 +446,21 @@ void ShardCoordinator::step(std::stop_token stop) {
 }
 
 void ShardCoordinator::stop(Duration grace) {
-  if (work_thread_.joinable()) {
-    work_thread_.request_stop();
-    work_thread_.join();
-  }
+  stop_and_join({&work_thread_});
   if (!joined_ || lost_) {
-    for (auto* thread : {&deadline_thread_, &renew_thread_}) {
-      if (thread->joinable()) {
-        thread->request_stop();
-        thread->join();
-      }
-    }
+    stop_and_join({&deadline_thread_, &renew_thread_});
     // Lost: our slots stay ours on paper until our membership expires in the others' eyes, which
     // deleting the member Lease does not shorten (they judge by the renewals they saw); it only lets
     // them plan without us at once. Best effort: the API server may be what we lost.
     if (lost_) {
-      std::stop_source give_up;
-      std::jthread timer([&give_up, this](std::stop_token timer_stop) {
-        if (options_.clock->sleep_for(timer_stop, options_.retry_period)) give_up.request_stop();
-      });
+      auto [give_up, timer] = timeout_source(*options_.clock, options_.retry_period);
       (void)client_->remove(kube::resources::leases(), options_.namespace_name,
-                            member_lease_name(options_.identity), {}, give_up.get_token());
+                            member_lease_name(options_.identity), {}, give_up->get_token());
     }
     return;
   }
   // Leave while still renewing: draining may take up to `grace`.
-  std::stop_source give_up;
-  std::jthread timer([&give_up, grace, this](std::stop_token timer_stop) {
-    if (options_.clock->sleep_for(timer_stop, grace)) give_up.request_stop();
-  });
+  auto [give_up, timer] = timeout_source(*options_.clock, grace);
   bool all_freed = true;
   for (int slot = 0; slot < gate_->slot_count(); ++slot) {
     Slot& state = slots_[static_cast<std::size_t>(slot)];
@@ -470,7 +470,7 @@ void ShardCoordinator::stop(Duration grace) {
       state.state = SlotState::idle;
       continue;
     }
-    if (state.state != SlotState::releasing && !gate_->deactivate(slot, give_up.get_token())) {
+    if (state.state != SlotState::releasing && !gate_->deactivate(slot, give_up->get_token())) {
       all_freed = false;  // work still in flight: its Lease stays ours and expires with the membership
       continue;
     }
@@ -485,12 +485,7 @@ void ShardCoordinator::stop(Duration grace) {
   timer.request_stop();
   gate_->close();
   if (slots_owned_) slots_owned_->Set(0);
-  for (auto* thread : {&deadline_thread_, &renew_thread_}) {
-    if (thread->joinable()) {
-      thread->request_stop();
-      thread->join();
-    }
-  }
+  stop_and_join({&deadline_thread_, &renew_thread_});
   if (all_freed) {
     kube::DeleteOptions options;
     std::lock_guard lock(mutex_);
