@@ -10,10 +10,17 @@
 #include <thread>
 #include <vector>
 
+#include "support/fake_clock.h"
+
 using namespace std::chrono_literals;
 using namespace myop::runtime;
 
 namespace {
+
+// A gate whose membership deadline never passes (the deadline has a test of its own).
+struct OpenGate : ShardGate {
+  OpenGate() { extend_deadline(TimePoint::max()); }
+};
 
 // A namespace whose slot is `slot`.
 std::string namespace_in(int slot) {
@@ -26,7 +33,7 @@ std::string namespace_in(int slot) {
 }  // namespace
 
 TEST_CASE("a ticket is given only for a namespace of an active slot", "[runtime][sharding]") {
-  ShardGate gate;
+  OpenGate gate;
   const std::string in_three = namespace_in(3);
   const std::string in_five = namespace_in(5);
   CHECK_FALSE(gate.enter(in_three));
@@ -42,7 +49,7 @@ TEST_CASE("a ticket is given only for a namespace of an active slot", "[runtime]
 }
 
 TEST_CASE("deactivate refuses new tickets at once and waits for those out", "[runtime][sharding]") {
-  ShardGate gate;
+  OpenGate gate;
   const std::string name = namespace_in(7);
   gate.activate(7);
   auto held = std::make_unique<std::optional<ShardGate::Ticket>>(gate.enter(name));
@@ -65,7 +72,7 @@ TEST_CASE("deactivate refuses new tickets at once and waits for those out", "[ru
 }
 
 TEST_CASE("a deactivation given up by its stop token leaves the slot refused", "[runtime][sharding]") {
-  ShardGate gate;
+  OpenGate gate;
   const std::string name = namespace_in(1);
   gate.activate(1);
   auto ticket = gate.enter(name);
@@ -77,7 +84,7 @@ TEST_CASE("a deactivation given up by its stop token leaves the slot refused", "
 }
 
 TEST_CASE("close refuses every slot and activation after it", "[runtime][sharding]") {
-  ShardGate gate;
+  OpenGate gate;
   int activated = 0;
   gate.on_activated([&](int) { ++activated; });
   gate.activate(0);
@@ -94,7 +101,7 @@ TEST_CASE("close refuses every slot and activation after it", "[runtime][shardin
 TEST_CASE("tickets and deactivation race without a ticket slipping through", "[runtime][sharding]") {
   // Workers take tickets in a loop and count the work they do while holding one; once deactivate
   // returns, no work may be counted any more.
-  ShardGate gate;
+  OpenGate gate;
   const std::string name = namespace_in(9);
   gate.activate(9);
   std::atomic<bool> drained{false};
@@ -118,4 +125,27 @@ TEST_CASE("tickets and deactivation race without a ticket slipping through", "[r
   done = true;
   for (auto& worker : workers) worker.join();
   CHECK(after_drain == 0);
+}
+
+TEST_CASE("no ticket and no write once the membership deadline has passed", "[runtime][sharding]") {
+  auto clock = std::make_shared<myop::testing::FakeClock>();
+  ShardGate gate(kShardSlots, clock);
+  const std::string name = namespace_in(4);
+  gate.activate(4);
+  CHECK_FALSE(gate.enter(name));  // no renewal yet
+  CHECK_FALSE(gate.may_write(name));
+  gate.extend_deadline(clock->now() + 9s);
+  auto ticket = gate.enter(name);
+  CHECK(ticket);
+  CHECK(gate.may_write(name));
+  clock->advance(8s);
+  CHECK(gate.may_write(name));
+  // A deadline earlier than the one held does not shorten it.
+  gate.extend_deadline(clock->now());
+  CHECK(gate.may_write(name));
+  clock->advance(1s);
+  // Past it: the ticket already out cannot write, and no new ticket is given.
+  CHECK_FALSE(gate.may_write(name));
+  CHECK_FALSE(gate.enter(name));
+  CHECK_FALSE(gate.may_write(namespace_in(5)));
 }
