@@ -298,14 +298,9 @@ bool ShardCoordinator::try_acquire(int slot, const std::optional<LeaseRecord>& l
   if (!lease) {
     auto created = client_->create(type, options_.namespace_name,
                                    lease_document(options_.namespace_name, record), {}, stop);
-    if (!created) return false;
-    acquired_versions_[slot] = std::string(kube::ObjectView(created.value()).resource_version());
-    return true;
+    return created.ok();
   }
-  if (lease->holder == options_.identity) {
-    acquired_versions_[slot] = lease->resource_version;
-    return true;
-  }
+  if (lease->holder == options_.identity) return true;
   if (!lease->holder.empty()) {
     liveness_.notice(lease->holder, now);
     if (!liveness_.expired(lease->holder, now, options_.lease_duration)) return false;
@@ -327,9 +322,7 @@ bool ShardCoordinator::try_acquire(int slot, const std::optional<LeaseRecord>& l
   record.transitions = lease->transitions + 1;
   auto updated = client_->update(type, options_.namespace_name,
                                  lease_document(options_.namespace_name, record), {}, stop);
-  if (!updated) return false;
-  acquired_versions_[slot] = std::string(kube::ObjectView(updated.value()).resource_version());
-  return true;
+  return updated.ok();
 }
 
 bool ShardCoordinator::release(int slot, std::stop_token stop) {
@@ -347,8 +340,30 @@ bool ShardCoordinator::release(int slot, std::stop_token stop) {
         {{"slot", std::to_string(slot)}, {"error", released.error().to_string()}});
     return false;
   }
-  acquired_versions_.erase(slot);
   return true;
+}
+
+bool ShardCoordinator::let_go(int slot, std::stop_token drain_stop, std::stop_token release_stop) {
+  Slot& state = slots_[static_cast<std::size_t>(slot)];
+  switch (state.state) {
+    case SlotState::idle:
+      return true;
+    case SlotState::prefetching:
+      drop_caches(slot);
+      state.state = SlotState::idle;
+      return true;
+    case SlotState::active:
+    case SlotState::acquired:
+      if (!gate_->deactivate(slot, drain_stop)) return false;
+      drop_caches(slot);
+      state.state = SlotState::releasing;
+      [[fallthrough]];
+    case SlotState::releasing:
+      if (!release(slot, release_stop)) return false;
+      state.state = SlotState::idle;
+      return true;
+  }
+  return false;
 }
 
 void ShardCoordinator::collect_expired_members(const std::vector<LeaseRecord>& members, TimePoint now,
@@ -394,28 +409,15 @@ void ShardCoordinator::step(std::stop_token stop) {
 
   // Slots moving away first: they free Leases others are waiting for.
   for (int slot = 0; slot < gate_->slot_count() && !stop.stop_requested() && !lost_; ++slot) {
-    Slot& state = slots_[static_cast<std::size_t>(slot)];
+    const SlotState state = slots_[static_cast<std::size_t>(slot)].state;
     if (assignment[static_cast<std::size_t>(slot)] == options_.identity) continue;
-    switch (state.state) {
-      case SlotState::idle:
-        break;
-      case SlotState::prefetching:
-        drop_caches(slot);
-        state.state = SlotState::idle;
-        break;
-      case SlotState::active:
-      case SlotState::acquired:
-        log(spdlog::level::info, "Handing a shard slot over",
-            {{"slot", std::to_string(slot)}, {"to", assignment[static_cast<std::size_t>(slot)]}});
-        if (!gate_->deactivate(slot, stop)) return;
-        drop_caches(slot);
-        state.state = SlotState::releasing;
-        [[fallthrough]];
-      case SlotState::releasing:
-        if (release(slot, stop)) state.state = SlotState::idle;
-        break;
+    if (state == SlotState::active || state == SlotState::acquired) {
+      log(spdlog::level::info, "Handing a shard slot over",
+          {{"slot", std::to_string(slot)}, {"to", assignment[static_cast<std::size_t>(slot)]}});
     }
+    let_go(slot, stop, stop);
   }
+  if (stop.stop_requested()) return;
   for (int slot = 0; slot < gate_->slot_count() && !stop.stop_requested() && !lost_; ++slot) {
     Slot& state = slots_[static_cast<std::size_t>(slot)];
     if (assignment[static_cast<std::size_t>(slot)] != options_.identity) continue;
@@ -463,24 +465,8 @@ void ShardCoordinator::stop(Duration grace) {
   auto [give_up, timer] = timeout_source(*options_.clock, grace);
   bool all_freed = true;
   for (int slot = 0; slot < gate_->slot_count(); ++slot) {
-    Slot& state = slots_[static_cast<std::size_t>(slot)];
-    if (state.state == SlotState::idle) continue;
-    if (state.state == SlotState::prefetching) {
-      drop_caches(slot);
-      state.state = SlotState::idle;
-      continue;
-    }
-    if (state.state != SlotState::releasing && !gate_->deactivate(slot, give_up->get_token())) {
-      all_freed = false;  // work still in flight: its Lease stays ours and expires with the membership
-      continue;
-    }
-    drop_caches(slot);
-    state.state = SlotState::releasing;
-    if (release(slot, {})) {
-      state.state = SlotState::idle;
-    } else {
-      all_freed = false;
-    }
+    // A slot not drained in time keeps its Lease, which expires with the membership.
+    if (!let_go(slot, give_up->get_token(), {})) all_freed = false;
   }
   timer.request_stop();
   gate_->close();

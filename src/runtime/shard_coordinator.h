@@ -130,6 +130,10 @@ class ShardCoordinator {
   void step(std::stop_token stop);
   bool try_acquire(int slot, const std::optional<LeaseRecord>& lease, TimePoint now, std::stop_token stop);
   bool release(int slot, std::stop_token stop);
+  // Lets go of a slot in any state: refuses new work, waits for the work in flight (until
+  // `drain_stop`), drops its caches and frees its Lease. False when it could not be drained or freed
+  // (it stays acquired or releasing, to be tried again).
+  bool let_go(int slot, std::stop_token drain_stop, std::stop_token release_stop);
   void start_caches(int slot);
   void drop_caches(int slot);
   bool caches_synced(int slot) const;
@@ -161,7 +165,6 @@ class ShardCoordinator {
   // Touched by the work thread only (and by stop() after it has ended).
   MemberLiveness liveness_;
   std::vector<Slot> slots_;
-  std::map<int, std::string> acquired_versions_;  // slot -> resourceVersion of our slot Lease write
 
   std::jthread renew_thread_;
   std::jthread deadline_thread_;

@@ -41,16 +41,8 @@ void ShardGate::leave(int slot) {
 }
 
 void ShardGate::activate(int slot) {
-  std::vector<std::function<void(int)>> callbacks;
-  {
-    std::lock_guard lock(mutex_);
-    if (closed_) return;
-    auto& state = slots_.at(static_cast<std::size_t>(slot));
-    if (state.active) return;
-    state.active = true;
-    callbacks = activated_callbacks_;
-  }
-  for (const auto& callback : callbacks) callback(slot);
+  std::lock_guard lock(mutex_);
+  if (!closed_) slots_.at(static_cast<std::size_t>(slot)).active = true;
 }
 
 bool ShardGate::deactivate(int slot, std::stop_token stop) {
@@ -84,11 +76,6 @@ std::vector<int> ShardGate::active_slots() const {
 int ShardGate::in_flight(int slot) const {
   std::lock_guard lock(mutex_);
   return slots_.at(static_cast<std::size_t>(slot)).in_flight;
-}
-
-void ShardGate::on_activated(std::function<void(int slot)> callback) {
-  std::lock_guard lock(mutex_);
-  activated_callbacks_.push_back(std::move(callback));
 }
 
 }  // namespace myop::runtime

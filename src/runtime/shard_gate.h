@@ -12,11 +12,7 @@
 // membership deadline may wake in the middle of a reconcile. The coordinator moves the gate's write
 // deadline forward after every renewal of its membership; may_write() and enter() refuse after it, on
 // the gate's clock, and the cached writer asks may_write() before every request.
-//
-// on_activated callbacks run after a slot turns active (the controller enqueues the slot's objects
-// then: their events arrived while the slot was not yet ours and were dropped).
 #include <condition_variable>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -75,8 +71,6 @@ class ShardGate {
   int in_flight(int slot) const;
   int slot_count() const { return static_cast<int>(slots_.size()); }
 
-  void on_activated(std::function<void(int slot)> callback);
-
  private:
   struct Slot {
     bool active = false;
@@ -90,7 +84,6 @@ class ShardGate {
   TimePoint deadline_{};
   std::vector<Slot> slots_;
   bool closed_ = false;
-  std::vector<std::function<void(int)>> activated_callbacks_;
 };
 
 }  // namespace myop::runtime
