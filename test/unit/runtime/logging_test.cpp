@@ -1,26 +1,20 @@
 #include <rapidjson/document.h>
-#include <spdlog/sinks/ostream_sink.h>
 #include <catch2/catch.hpp>
 
-#include <sstream>
+#include <functional>
+#include <string>
 
 #include "runtime/logging.h"
+#include "support/log_capture.h"
 
 using namespace myop::runtime;
 
 namespace {
 
 std::string capture(LogFormat format, const std::function<void()>& write) {
-  std::ostringstream output;
-  auto previous = spdlog::default_logger();
-  auto logger =
-      std::make_shared<spdlog::logger>("capture", std::make_shared<spdlog::sinks::ostream_sink_mt>(output));
-  spdlog::set_default_logger(logger);
-  configure_logging(format, spdlog::level::info);
+  const myop::testing::LogCapture logs(format);
   write();
-  spdlog::set_default_logger(previous);
-  configure_logging(LogFormat::text, spdlog::level::info);
-  return output.str();
+  return logs.text();
 }
 
 }  // namespace
