@@ -29,7 +29,14 @@ class PrometheusRequestMetrics final : public RequestMetricsObserver {
         rate_limiter_(prometheus::BuildHistogram()
                           .Name("rest_client_rate_limiter_duration_seconds")
                           .Help("Client-side rate limiter latency in seconds, broken down by verb and host.")
-                          .Register(registry)) {}
+                          .Register(registry)),
+        received_(prometheus::BuildCounter()
+                      .Name("myoperator_api_received_bytes_total")
+                      .Help("Body bytes received from the API server: kind=watch for watch streams "
+                            "(their initial lists included), kind=response for every other answer.")
+                      .Register(registry)),
+        received_watch_(received_.Add({{"kind", "watch"}})),
+        received_response_(received_.Add({{"kind", "response"}})) {}
 
   void observe(const RequestObservation& observation) override {
     requests_
@@ -49,10 +56,18 @@ class PrometheusRequestMetrics final : public RequestMetricsObserver {
         .Observe(wait.count());
   }
 
+  void observe_received_bytes(ReceivedKind kind, std::size_t bytes) override {
+    (kind == ReceivedKind::stream ? received_watch_ : received_response_)
+        .Increment(static_cast<double>(bytes));
+  }
+
  private:
   prometheus::Family<prometheus::Counter>& requests_;
   prometheus::Family<prometheus::Histogram>& latency_;
   prometheus::Family<prometheus::Histogram>& rate_limiter_;
+  prometheus::Family<prometheus::Counter>& received_;
+  prometheus::Counter& received_watch_;
+  prometheus::Counter& received_response_;
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -21,6 +22,8 @@ struct RequestObservation {
   std::chrono::duration<double> latency;  // one attempt, rate-limiter wait excluded
 };
 
+enum class ReceivedKind { stream, response };
+
 class RequestMetricsObserver {
  public:
   virtual ~RequestMetricsObserver() = default;
@@ -30,10 +33,14 @@ class RequestMetricsObserver {
                                          std::chrono::duration<double> wait) {
     (void)method, (void)host, (void)wait;
   }
+  // Body bytes received: `stream` for a watch (its initial list included), else one response. Called
+  // per chunk on a stream, so implementations keep it to an atomic add.
+  virtual void observe_received_bytes(ReceivedKind kind, std::size_t bytes) { (void)kind, (void)bytes; }
 };
 
 // rest_client_requests_total{code,method,host}, rest_client_request_duration_seconds{verb,host} and
-// rest_client_rate_limiter_duration_seconds{verb,host}, the names controller-runtime exposes.
+// rest_client_rate_limiter_duration_seconds{verb,host}, the names controller-runtime exposes, and our
+// myoperator_api_received_bytes_total{kind="watch"|"response"}.
 std::shared_ptr<RequestMetricsObserver> make_prometheus_request_metrics(prometheus::Registry& registry);
 
 }  // namespace myop::kube

@@ -255,8 +255,12 @@ class HttpsTransport final : public Transport {
       const auto started = clock_->now();
       const PoolRequest pool_request{request.method, ready.target, &ready.headers, request.body,
                                      ready.content_type};
+      const PoolChunkHandler counted = [&](std::string_view chunk) {
+        if (options_.metrics) options_.metrics->observe_received_bytes(ReceivedKind::stream, chunk.size());
+        return on_chunk(chunk);
+      };
       auto outcome = ready.clients->pool->stream(
-          pool_request, on_chunk,
+          pool_request, counted,
           [&](int status) { observe_code(request.method, std::to_string(status), started); }, stop,
           io_deadline(open_deadline), options.idle_timeout);
 
@@ -456,6 +460,8 @@ class HttpsTransport final : public Transport {
 
   void observe(const std::string& method, const Result<HttpAnswer>& answer, TimePoint started) {
     observe_code(method, answer ? std::to_string(answer->status) : std::string("<error>"), started);
+    if (answer && options_.metrics)
+      options_.metrics->observe_received_bytes(ReceivedKind::response, answer->body.size());
   }
 
   void observe_code(const std::string& method, const std::string& code, TimePoint started) {

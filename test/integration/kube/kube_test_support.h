@@ -65,7 +65,7 @@ inline Result<std::string> who_am_i(Client& client) {
   return string_at(review.value(), {"status", "userInfo", "username"});
 }
 
-// Counts requests by code, as rest_client_requests_total would.
+// Counts requests by code, as rest_client_requests_total would, and the body bytes received.
 class RecordingMetrics final : public RequestMetricsObserver {
  public:
   void observe(const RequestObservation& observation) override {
@@ -82,10 +82,19 @@ class RecordingMetrics final : public RequestMetricsObserver {
     for (const auto& [code, number] : by_code_) text += code + "=" + std::to_string(number) + " ";
     return text;
   }
+  void observe_received_bytes(ReceivedKind kind, std::size_t bytes) override {
+    std::lock_guard lock(mutex_);
+    received_[kind] += bytes;
+  }
+  std::size_t received(ReceivedKind kind) {
+    std::lock_guard lock(mutex_);
+    return received_[kind];
+  }
 
  private:
   std::mutex mutex_;
   std::map<std::string, int> by_code_;
+  std::map<ReceivedKind, std::size_t> received_;
 };
 
 }  // namespace myop::kube::testing

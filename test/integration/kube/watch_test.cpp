@@ -296,6 +296,43 @@ TEST_CASE("a watch stream delivers ADDED, MODIFIED, DELETED and BOOKMARK", "[kub
   CHECK(std::count(events.begin(), events.end(), "BOOKMARK ") >= 1);  // a bookmark names no object
 }
 
+TEST_CASE("the body bytes of responses and watch streams reach the metrics observer",
+          "[kube][watch][metrics]") {
+  testenv::ScopedNamespace ns("watch-bytes");
+  auto metrics = std::make_shared<testing::RecordingMetrics>();
+  TransportOptions transport_options;
+  transport_options.metrics = metrics;
+  auto client = testing::client_for(testing::admin_config(), transport_options);
+  const std::string value(4096, 'x');
+  const auto object =
+      testing::parse_json(R"({"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"big"},)"
+                          R"("data":{"v":")" +
+                          value + R"("}})");
+  REQUIRE(client.create(resources::config_maps(), ns.name(), object).ok());
+  const std::size_t after_create = metrics->received(ReceivedKind::response);
+  CHECK(after_create > value.size());  // the created object came back
+  REQUIRE(client.list(resources::config_maps(), ns.name(), ListOptions{}).ok());
+  CHECK(metrics->received(ReceivedKind::response) > after_create + value.size());
+  CHECK(metrics->received(ReceivedKind::stream) == 0);
+
+  // From resourceVersion 0 the server starts with an ADDED event per object: ours is 4 KiB.
+  std::size_t seen_by_handler = 0;
+  WatchParser parser;
+  WatchOptions watch_options;
+  watch_options.resource_version = "0";
+  auto ended = client.watch(resources::config_maps(), ns.name(), watch_options, [&](std::string_view chunk) {
+    seen_by_handler += chunk.size();
+    parser.append(chunk);
+    while (auto item = parser.next()) {
+      if (item->ok() && item->value().object.name() == "big") return false;
+    }
+    return true;
+  });
+  REQUIRE(ended.ok());
+  CHECK(seen_by_handler > value.size());
+  CHECK(metrics->received(ReceivedKind::stream) == seen_by_handler);
+}
+
 TEST_CASE("the watcher builds the initial state and follows changes", "[kube][watch]") {
   testenv::ScopedNamespace ns("watcher");
   auto client = std::make_shared<Client>(testing::admin_client());

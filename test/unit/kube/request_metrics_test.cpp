@@ -15,6 +15,9 @@ TEST_CASE("request observations become rest_client_* metrics with bounded labels
   metrics->observe({"PATCH", "10.0.0.1:443", "429", 1ms});
   metrics->observe({"GET", "10.0.0.1:443", "<error>", 2s});
   metrics->observe_rate_limiter_wait("GET", "10.0.0.1:443", 5ms);
+  metrics->observe_received_bytes(ReceivedKind::stream, 1000);
+  metrics->observe_received_bytes(ReceivedKind::stream, 24);
+  metrics->observe_received_bytes(ReceivedKind::response, 7);
 
   const std::string text = prometheus::TextSerializer().Serialize(registry.Collect());
   INFO(text);
@@ -28,4 +31,6 @@ TEST_CASE("request observations become rest_client_* metrics with bounded labels
         std::string::npos);
   CHECK(text.find(R"(rest_client_rate_limiter_duration_seconds_count{host="10.0.0.1:443",verb="GET"} 1)") !=
         std::string::npos);
+  CHECK(text.find(R"(myoperator_api_received_bytes_total{kind="watch"} 1024)") != std::string::npos);
+  CHECK(text.find(R"(myoperator_api_received_bytes_total{kind="response"} 7)") != std::string::npos);
 }
