@@ -7,6 +7,10 @@
 #include <stdexcept>
 #include <utility>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "base/time_format.h"
 #include "kube/resource.h"
 #include "runtime/logging.h"
@@ -46,6 +50,7 @@ int whole_seconds(Duration duration) {
 void MemberLiveness::observe(const std::string& identity, const std::string& renew_time, TimePoint now) {
   auto [position, inserted] = members_.try_emplace(identity);
   Seen& seen = position->second;
+  if (inserted) seen.first_seen = now;
   if (inserted || !seen.has_lease || seen.renew_time != renew_time) {
     seen.renew_time = renew_time;
     seen.changed_at = now;
@@ -55,7 +60,12 @@ void MemberLiveness::observe(const std::string& identity, const std::string& ren
 
 void MemberLiveness::notice(const std::string& identity, TimePoint now) {
   auto [position, inserted] = members_.try_emplace(identity);
-  if (inserted) position->second.changed_at = now;
+  if (inserted) position->second.changed_at = position->second.first_seen = now;
+}
+
+Duration MemberLiveness::known_for(const std::string& identity, TimePoint now) const {
+  auto found = members_.find(identity);
+  return found == members_.end() ? Duration::zero() : now - found->second.first_seen;
 }
 
 bool MemberLiveness::expired(const std::string& identity, TimePoint now, Duration lease_duration) const {
@@ -215,6 +225,7 @@ bool ShardCoordinator::start(std::stop_token stop) {
     if (!options_.clock->sleep_for(stop, options_.retry_period)) return false;
   }
   joined_ = true;
+  joined_at_ = options_.clock->now();
   renew_thread_ = std::jthread([this](std::stop_token renew_stop) { renew_loop(renew_stop); });
   // A watchdog for the renew deadline: it must fire even while a renewal request hangs.
   deadline_thread_ = std::jthread([this](std::stop_token watch_stop) {
@@ -280,6 +291,12 @@ void ShardCoordinator::start_caches(int slot) {
 
 void ShardCoordinator::drop_caches(int slot) {
   for (const auto& set : informers_.sharded()) set->remove_slot(slot);
+#if defined(__GLIBC__)
+  // A slot's caches are thousands of small objects over the whole heap; glibc keeps the pages they
+  // freed unless asked. Give them back, so a replica that held every slot while it was alone (the
+  // first to start) shrinks to its share when the others join.
+  malloc_trim(0);
+#endif
 }
 
 bool ShardCoordinator::caches_synced(int slot) const {
@@ -298,6 +315,7 @@ bool ShardCoordinator::try_acquire(int slot, const std::optional<LeaseRecord>& l
   if (!lease) {
     auto created = client_->create(type, options_.namespace_name,
                                    lease_document(options_.namespace_name, record), {}, stop);
+    if (!created) slots_[static_cast<std::size_t>(slot)].acquisition_unsettled = true;
     return created.ok();
   }
   if (lease->holder == options_.identity) return true;
@@ -322,6 +340,7 @@ bool ShardCoordinator::try_acquire(int slot, const std::optional<LeaseRecord>& l
   record.transitions = lease->transitions + 1;
   auto updated = client_->update(type, options_.namespace_name,
                                  lease_document(options_.namespace_name, record), {}, stop);
+  if (!updated) slots_[static_cast<std::size_t>(slot)].acquisition_unsettled = true;
   return updated.ok();
 }
 
@@ -347,10 +366,14 @@ bool ShardCoordinator::let_go(int slot, std::stop_token drain_stop, std::stop_to
   Slot& state = slots_[static_cast<std::size_t>(slot)];
   switch (state.state) {
     case SlotState::idle:
-      return true;
     case SlotState::prefetching:
-      drop_caches(slot);
+      if (state.state == SlotState::prefetching) drop_caches(slot);
       state.state = SlotState::idle;
+      // Not ours, unless a write taking it landed although its answer never came (seen when a
+      // replica stopped while taking a slot: the Lease stayed held until it expired).
+      if (!state.acquisition_unsettled) return true;
+      if (!release(slot, release_stop)) return false;
+      state.acquisition_unsettled = false;
       return true;
     case SlotState::active:
     case SlotState::acquired:
@@ -399,13 +422,26 @@ void ShardCoordinator::step(std::stop_token stop) {
   });
 
   std::vector<std::string> live{options_.identity};
+  bool joining = now - joined_at_ < options_.join_window;
   for (const auto& member : members) {
     if (member.holder == options_.identity) continue;
     liveness_.observe(member.holder, member.renew_time, now);
-    if (!liveness_.expired(member.holder, now, options_.lease_duration)) live.push_back(member.holder);
+    if (liveness_.expired(member.holder, now, options_.lease_duration)) continue;
+    live.push_back(member.holder);
+    if (liveness_.known_for(member.holder, now) < options_.join_window) joining = true;
   }
   if (members_) members_->Set(static_cast<double>(live.size()));
-  const auto assignment = assign_slots(live, gate_->slot_count());
+  // While a member joins, the table stands still (slots in handover go on by it): members started
+  // together all count once the first window ends, instead of taking slots one join at a time. The
+  // loop looks again within retry_period, or at once when a Lease changes.
+  if (!joining || assignment_.empty()) {
+    if (joining) {
+      collect_expired_members(members, now, stop);
+      return;
+    }
+    assignment_ = assign_slots(live, gate_->slot_count());
+  }
+  const auto& assignment = assignment_;
 
   // Slots moving away first: they free Leases others are waiting for.
   for (int slot = 0; slot < gate_->slot_count() && !stop.stop_requested() && !lost_; ++slot) {
@@ -431,7 +467,10 @@ void ShardCoordinator::step(std::stop_token stop) {
       auto lease = slot_leases.find(slot);
       std::optional<LeaseRecord> current;
       if (lease != slot_leases.end()) current = lease->second;
-      if (try_acquire(slot, current, now, stop)) state.state = SlotState::acquired;
+      if (try_acquire(slot, current, now, stop)) {
+        state.state = SlotState::acquired;
+        state.acquisition_unsettled = false;
+      }
     }
     if (state.state == SlotState::acquired && caches_synced(slot) && !lost_) {
       gate_->activate(slot);

@@ -57,6 +57,10 @@ struct ShardingOptions {
   Duration lease_duration = std::chrono::seconds(15);
   Duration renew_deadline = std::chrono::seconds(10);
   Duration retry_period = std::chrono::seconds(2);
+  // The assignment stands still while a live member (this one included) joined less than this long
+  // ago: replicas started together (a Deployment's rollout) renew within moments of each other, and
+  // none should list slots only to hand them on a second later. Slots keep their owners meanwhile.
+  Duration join_window = std::chrono::seconds(2);
   // <prefix>_slots_owned, <prefix>_members, <prefix>_handover_seconds.
   std::string metrics_prefix = "shard";
   std::shared_ptr<prometheus::Registry> registry;  // may be null
@@ -76,11 +80,14 @@ class MemberLiveness {
   std::optional<std::string> last_renew_time(const std::string& identity) const;
   // Forgets members not seen renewing for `age` (their Leases are gone).
   void forget_older_than(TimePoint now, Duration age);
+  // Since this replica first saw the member (zero when never seen).
+  Duration known_for(const std::string& identity, TimePoint now) const;
 
  private:
   struct Seen {
     std::string renew_time;
     TimePoint changed_at{};
+    TimePoint first_seen{};
     bool has_lease = false;
   };
   std::map<std::string, Seen> members_;
@@ -121,6 +128,9 @@ class ShardCoordinator {
   struct Slot {
     SlotState state = SlotState::idle;
     TimePoint wanted_since{};
+    // A write taking the slot Lease failed without a clear answer (cancelled at shutdown, a broken
+    // connection): it may have landed, so letting go of the slot frees the Lease if it names us.
+    bool acquisition_unsettled = false;
   };
 
   Duration give_up_after() const;
@@ -158,6 +168,9 @@ class ShardCoordinator {
   std::function<void()> on_lost_;
   std::atomic<bool> lost_{false};
   std::atomic<bool> joined_{false};
+  TimePoint joined_at_{};  // set by start() before the work thread runs; read by it only
+  // The slot table in force (index = slot); empty until the first one. Work thread only.
+  std::vector<std::string> assignment_;
   TimePoint last_renew_{};
   std::string member_resource_version_;
   std::string member_acquire_time_;

@@ -1,6 +1,6 @@
 // Membership liveness as the coordinator judges it: on this replica's clock, from renewTime changes it
 // has seen. (The Lease protocol itself runs against the real API server:
-// test/integration/runtime/sharding_test.cpp.)
+// test/integration/myresource/sharding_test.cpp.)
 #include "runtime/shard_coordinator.h"
 
 #include <catch2/catch.hpp>
@@ -47,4 +47,18 @@ TEST_CASE("members not seen for long are forgotten", "[runtime][sharding]") {
   liveness.forget_older_than(start + 150s, 100s);
   CHECK_FALSE(liveness.last_renew_time("old"));
   CHECK(liveness.last_renew_time("new") == "t");
+}
+
+TEST_CASE("how long a member has been known counts from first sight, not from its renewals",
+          "[runtime][sharding]") {
+  MemberLiveness liveness;
+  const TimePoint start{};
+  CHECK(liveness.known_for("new", start + 5s) == Duration::zero());  // never seen
+  liveness.observe("new", "t1", start + 10s);
+  CHECK(liveness.known_for("new", start + 11s) == 1s);
+  liveness.observe("new", "t2", start + 12s);  // a renewal: still known since 10 s
+  CHECK(liveness.known_for("new", start + 13s) == 3s);
+  liveness.notice("holder", start + 20s);  // seen holding a slot before its Lease
+  liveness.observe("holder", "t", start + 21s);
+  CHECK(liveness.known_for("holder", start + 22s) == 2s);
 }
