@@ -291,12 +291,6 @@ void ShardCoordinator::start_caches(int slot) {
 
 void ShardCoordinator::drop_caches(int slot) {
   for (const auto& set : informers_.sharded()) set->remove_slot(slot);
-#if defined(__GLIBC__)
-  // A slot's caches are thousands of small objects over the whole heap; glibc keeps the pages they
-  // freed unless asked. Give them back, so a replica that held every slot while it was alone (the
-  // first to start) shrinks to its share when the others join.
-  malloc_trim(0);
-#endif
 }
 
 bool ShardCoordinator::caches_synced(int slot) const {
@@ -444,6 +438,7 @@ void ShardCoordinator::step(std::stop_token stop) {
   const auto& assignment = assignment_;
 
   // Slots moving away first: they free Leases others are waiting for.
+  bool caches_dropped = false;
   for (int slot = 0; slot < gate_->slot_count() && !stop.stop_requested() && !lost_; ++slot) {
     const SlotState state = slots_[static_cast<std::size_t>(slot)].state;
     if (assignment[static_cast<std::size_t>(slot)] == options_.identity) continue;
@@ -451,8 +446,15 @@ void ShardCoordinator::step(std::stop_token stop) {
       log(spdlog::level::info, "Handing a shard slot over",
           {{"slot", std::to_string(slot)}, {"to", assignment[static_cast<std::size_t>(slot)]}});
     }
+    caches_dropped = caches_dropped || (state != SlotState::idle && state != SlotState::releasing);
     let_go(slot, stop, stop);
   }
+#if defined(__GLIBC__)
+  // A slot's caches are thousands of small objects over the whole heap; glibc keeps the pages they
+  // freed unless asked. Give them back once for all the slots that left (not on shutdown: the
+  // process is about to end), so a replica shrinks to its share when others join.
+  if (caches_dropped) malloc_trim(0);
+#endif
   if (stop.stop_requested()) return;
   for (int slot = 0; slot < gate_->slot_count() && !stop.stop_requested() && !lost_; ++slot) {
     Slot& state = slots_[static_cast<std::size_t>(slot)];
