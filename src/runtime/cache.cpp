@@ -23,11 +23,17 @@ std::string label_index_key(std::string_view key, std::string_view value) {
 
 }  // namespace
 
+ObjectCache::ObjectCache(CacheOptions options)
+    : options_(std::move(options)),
+      packer_(options_.packer ? options_.packer : std::make_shared<kube::ObjectPacker>()) {
+  options_.packer.reset();  // held in packer_
+}
+
 // ---- reading ----
 
 ObjectPointer ObjectCache::unpack(const std::string& packed) const {
   if (packed.empty()) return nullptr;
-  auto object = packer_.unpack(packed);
+  auto object = packer_->unpack(packed);
   if (!object) {
     // Only a bug can get here (the packer reads only what it wrote): say so, and read as absent.
     log(spdlog::level::err, "Cached object could not be unpacked", {{"error", object.error().to_string()}});
@@ -36,7 +42,7 @@ ObjectPointer ObjectCache::unpack(const std::string& packed) const {
   return std::make_shared<const kube::Object>(std::move(object).value());
 }
 
-std::string ObjectCache::pack(const kube::Object& object) const { return packer_.pack(object.json()); }
+std::string ObjectCache::pack(const kube::Object& object) const { return packer_->pack(object.json()); }
 
 ObjectPointer ObjectCache::resolve(Found found) const {
   return found.hot ? std::move(found.hot) : unpack(found.packed);

@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <atomic>
 #include <iterator>
+#include <memory>
 #include <mutex>
 
 #include "kube/object.h"
+#include "kube/packed_object.h"
 #include "runtime/logging.h"
 #include "runtime/shard_ring.h"
 
@@ -20,6 +22,8 @@ InformerSet::InformerSet(const std::shared_ptr<kube::Client>& client, const kube
         std::make_shared<Informer>(kube::make_client_watch_source(client, type, ""), options));
     return;
   }
+  // One packer for the set's caches (objects of one kind): CacheOptions::packer.
+  if (!options.cache.packer) options.cache.packer = std::make_shared<kube::ObjectPacker>();
   for (const std::string& namespace_name : namespaces_) {
     InformerOptions scoped = options;
     scoped.name = name_ + "/" + namespace_name;
@@ -41,6 +45,9 @@ InformerSet::InformerSet(std::shared_ptr<kube::Client> client, kube::ResourceTyp
   // The set's hot objects are spread over its slots, so a replica owning every slot keeps as many
   // parsed as one unsharded informer would.
   options_.cache.hot_objects = std::max<std::size_t>(8, options_.cache.hot_objects / kShardSlots);
+  // One packer for every slot's cache: a slot that changes hands leaves no packer behind, and a
+  // replica's packers do not grow with its slots (CacheOptions::packer).
+  if (!options_.cache.packer) options_.cache.packer = std::make_shared<kube::ObjectPacker>();
 }
 
 namespace {

@@ -9,8 +9,11 @@
 #include <thread>
 #include <vector>
 
+#include "kube/packed_object.h"
+#include "kube/resource.h"
 #include "object_builder.h"
 #include "runtime/informer.h"
+#include "runtime/informer_set.h"
 #include "support/fake_clock.h"
 
 using namespace myop;
@@ -378,6 +381,30 @@ TEST_CASE("a pass over the cache holds one unpacked object at a time", "[runtime
   // The pass made nothing hot: "c" is still the one parsed object.
   CHECK(cache.get({"ns", "c"}) == hot);
   CHECK(cache.list().size() == 3);
+}
+
+TEST_CASE("caches that share a packer read their own objects back", "[runtime][cache]") {
+  auto packer = std::make_shared<kube::ObjectPacker>();
+  ObjectCache first(CacheOptions{.indexed_labels = {}, .hot_objects = 0, .packer = packer});
+  ObjectCache second(CacheOptions{.indexed_labels = {}, .hot_objects = 0, .packer = packer});
+  const auto object = [](const char* name, const char* data) {
+    return runtime::testing::make_object(std::string(R"({"metadata":{"namespace":"ns","name":")") + name +
+                                         R"(","resourceVersion":"1"},"data":{"k":")" + data + R"("}})");
+  };
+  first.put(object("a", "the first object packed chooses the dictionary"));
+  const std::size_t dictionary = packer->dictionary_size();
+  CHECK(dictionary > 0);
+  second.put(object("b", "packed against the first cache's object"));
+  CHECK(packer->dictionary_size() == dictionary);  // chosen once, for both
+  const ObjectPointer a = first.get({"ns", "a"});
+  const ObjectPointer b = second.get({"ns", "b"});
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(a->to_json_string() ==
+        object("a", "the first object packed chooses the dictionary")->to_json_string());
+  CHECK(b->to_json_string() == object("b", "packed against the first cache's object")->to_json_string());
+  CHECK(first.get({"ns", "b"}) == nullptr);
+  CHECK(second.get({"ns", "a"}) == nullptr);
 }
 
 TEST_CASE("the cache keeps objects packed, and the last used ones parsed", "[runtime][cache]") {
