@@ -3,6 +3,7 @@
 #include <openssl/ssl.h>
 #include <poll.h>
 
+#include <algorithm>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/address.hpp>
 #include <boost/asio/ip/tcp.hpp>
@@ -21,6 +22,7 @@
 #include <charconv>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <limits>
 
 namespace myop::kube {
@@ -146,9 +148,28 @@ std::size_t ConnectionPool::connections_opened() const {
   return opened_;
 }
 
+std::size_t ConnectionPool::idle_connections() const {
+  std::lock_guard lock(mutex_);
+  return idle_.size();
+}
+
 std::unique_ptr<ConnectionPool::Connection> ConnectionPool::take_idle() {
   const auto now = Clock::now();
   std::unique_lock lock(mutex_);
+  // The oldest first: connections below the most recently used one may have waited past
+  // max_idle_time (those that served a burst, say the lists of a replica's start, and were never
+  // needed again). Closed here, they do not keep their buffers and a socket the server has closed.
+  const auto fresh = std::find_if(idle_.begin(), idle_.end(), [&](const auto& connection) {
+    return now - connection->idle_since <= options_.max_idle_time;
+  });
+  std::vector<std::unique_ptr<Connection>> expired(std::make_move_iterator(idle_.begin()),
+                                                   std::make_move_iterator(fresh));
+  idle_.erase(idle_.begin(), fresh);
+  if (!expired.empty()) {
+    lock.unlock();
+    expired.clear();  // closes the sockets outside the lock
+    lock.lock();
+  }
   while (!idle_.empty()) {
     auto connection = std::move(idle_.back());
     idle_.pop_back();

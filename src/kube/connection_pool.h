@@ -117,6 +117,8 @@ class ConnectionPool {
 
   // Connections opened since the pool was made (a test sees reuse in it).
   std::size_t connections_opened() const;
+  // Connections kept for reuse now.
+  std::size_t idle_connections() const;
 
  private:
   struct Connection;

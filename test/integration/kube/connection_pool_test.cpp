@@ -177,6 +177,28 @@ TEST_CASE("pool: a connection the server closes is not reused", "[integration][k
   CHECK(strict.connections_opened() == 2);
 }
 
+TEST_CASE("pool: connections left idle past max_idle_time under a used one are closed",
+          "[integration][kube][pool]") {
+  const auto config = admin_config();
+  PoolOptions options;
+  options.max_idle_time = 1s;
+  ConnectionPool pool(endpoint_of(config), admin_tls(config), options);
+  // A burst of concurrent requests leaves several connections idle (they overlap on almost every try).
+  for (int burst = 0; burst < 20 && pool.idle_connections() < 2; ++burst) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t)
+      threads.emplace_back([&pool] { pool.send(get("/api/v1/namespaces"), {}, Clock::now() + 10s); });
+    for (auto& thread : threads) thread.join();
+  }
+  REQUIRE(pool.idle_connections() >= 2);
+  // Only the most recently used one is used again; the others age below it.
+  std::this_thread::sleep_for(600ms);
+  REQUIRE(std::holds_alternative<PoolAnswer>(pool.send(get("/api/v1/namespaces"), {}, Clock::now() + 10s)));
+  std::this_thread::sleep_for(600ms);
+  REQUIRE(std::holds_alternative<PoolAnswer>(pool.send(get("/api/v1/namespaces"), {}, Clock::now() + 10s)));
+  CHECK(pool.idle_connections() == 1);
+}
+
 TEST_CASE("pool: the certificate must name the server", "[integration][kube][pool][tls]") {
   const auto config = admin_config();
   ConnectionPool wrong(endpoint_of(config, "wrong.example.com"), admin_tls(config));
