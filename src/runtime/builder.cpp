@@ -43,7 +43,7 @@ ControllerBuilder& ControllerBuilder::for_kind(const kube::ResourceType& type,
   watches_.push_back(
       {type, scope_of(type, options.namespaces, options.label_selector, options.field_selector, true),
        with_priorities(enqueue_object(), options.priorities.value_or(EventPriorities{})),
-       std::move(predicates)});
+       std::move(predicates), InformerSet::WatchedAs::primary});
   return *this;
 }
 
@@ -59,7 +59,8 @@ ControllerBuilder& ControllerBuilder::owns(const kube::ResourceType& type, OwnsO
     return requests;
   };
   watches_.push_back({type, scope_of(type, options.namespaces, std::move(options.label_selector), {}, true),
-                      with_priorities(std::move(mapper), options.priorities), std::move(options.predicates)});
+                      with_priorities(std::move(mapper), options.priorities), std::move(options.predicates),
+                      InformerSet::WatchedAs::owned});
   return *this;
 }
 
@@ -69,7 +70,7 @@ ControllerBuilder& ControllerBuilder::watches(const kube::ResourceType& type, Ev
   watches_.push_back({type,
                       scope_of(type, options.namespaces, std::move(options.label_selector),
                                std::move(options.field_selector), false),
-                      std::move(mapper), std::move(options.predicates)});
+                      std::move(mapper), std::move(options.predicates), std::nullopt});
   return *this;
 }
 
@@ -90,6 +91,7 @@ std::shared_ptr<Controller> ControllerBuilder::complete(std::shared_ptr<Reconcil
   for (Watch& watch : watches_) {
     // The informer set lives in the registry for the manager's lifetime, which outlives the controller.
     std::shared_ptr<InformerSet> informers = manager_.informers().informer(watch.type, watch.scope);
+    if (watch.role) informers->watched_as(*watch.role);
     controller->watch(*informers, std::move(watch.mapper), std::move(watch.predicates));
   }
   manager_.add_controller(controller);

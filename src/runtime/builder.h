@@ -22,6 +22,7 @@
 #include "runtime/controller.h"
 #include "runtime/event_handler.h"
 #include "runtime/informer_registry.h"
+#include "runtime/informer_set.h"
 #include "runtime/manager.h"
 #include "runtime/predicate.h"
 #include "runtime/reconciler.h"
@@ -82,6 +83,7 @@ class ControllerBuilder {
     InformerScope scope;
     EventMapper mapper;
     std::vector<Predicate> predicates;
+    std::optional<InformerSet::WatchedAs> role;  // for_kind() and owns(); none for watches()
   };
 
   // `shardable`: the primary and owned kinds, cached per shard slot when the manager shards (and the

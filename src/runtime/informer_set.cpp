@@ -214,6 +214,12 @@ void InformerSet::redeliver_slot(int slot) {
   informer->resync();
 }
 
+void InformerSet::watched_as(WatchedAs role) {
+  (role == WatchedAs::primary ? watched_as_primary_ : watched_as_owned_) = true;
+}
+
+bool InformerSet::redelivered_on_open() const { return watched_as_primary_ || !watched_as_owned_; }
+
 std::vector<int> InformerSet::slots() const {
   std::shared_lock lock(mutex_);
   std::vector<int> slots;

@@ -10,6 +10,7 @@
 //
 // It is one Runnable (synced when every informer is) and one EventSource (events of all of them).
 // Reads and read-your-own-writes are routed to the informer of the object's namespace (or slot).
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -76,6 +77,15 @@ class InformerSet final : public Runnable, public EventSource {
   bool slot_synced(int slot) const;
   // Delivers every cached object of the slot again, as resync events (its work may start now).
   void redeliver_slot(int slot);
+  // How a controller watches this set, which decides whether the shard coordinator redelivers its
+  // slots when they open. A set some controller watches as its primary kind is redelivered. A set
+  // watched only as an owned kind is not: the reconcile of every primary object reads the owned
+  // objects from the cache anyway, and redelivering them too would enqueue each owner again after
+  // its first reconcile may have finished (a second reconcile for nothing). Sets no controller
+  // watches are redelivered, for whoever else subscribed.
+  enum class WatchedAs { primary, owned };
+  void watched_as(WatchedAs role);
+  bool redelivered_on_open() const;
   std::vector<int> slots() const;
   // Whether the API server confirmed it filters by shard (nullopt: not asked yet, or it could not be).
   std::optional<bool> server_filters_shards() const;
@@ -94,6 +104,8 @@ class InformerSet final : public Runnable, public EventSource {
   kube::ResourceType type_;
   InformerOptions options_;
   std::optional<bool> server_filters_shards_;
+  std::atomic<bool> watched_as_primary_{false};
+  std::atomic<bool> watched_as_owned_{false};
 
   mutable std::shared_mutex mutex_;  // guards the members below (they change only when sharded)
   std::vector<std::shared_ptr<Informer>> informers_;

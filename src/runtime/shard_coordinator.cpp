@@ -476,7 +476,9 @@ void ShardCoordinator::step(std::stop_token stop) {
     }
     if (state.state == SlotState::acquired && caches_synced(slot) && !lost_) {
       gate_->activate(slot);
-      for (const auto& set : informers_.sharded()) set->redeliver_slot(slot);
+      for (const auto& set : informers_.sharded()) {
+        if (set->redelivered_on_open()) set->redeliver_slot(slot);
+      }
       state.state = SlotState::active;
       const double seconds = to_seconds(options_.clock->now() - state.wanted_since);
       if (handover_seconds_) handover_seconds_->Observe(seconds);

@@ -521,3 +521,29 @@ TEST_CASE("the cache indexes a label asked for later and looks up the others by 
   CHECK(cache.list_by_label("track", "canary").front()->name() == "p");
   CHECK(cache.count_by_label("track", "gone") == 0);
 }
+
+TEST_CASE("a sharded set's slots are redelivered on opening unless only owned objects are in it",
+          "[runtime][sharding]") {
+  const auto set = [] {
+    InformerOptions options;
+    options.name = "deployments";
+    return std::make_shared<InformerSet>(nullptr, kube::resources::deployments(), InformerSet::Sharded{},
+                                         options);
+  };
+  auto unwatched = set();
+  CHECK(unwatched->redelivered_on_open());  // for whoever subscribed
+
+  auto owned = set();
+  owned->watched_as(InformerSet::WatchedAs::owned);
+  CHECK_FALSE(owned->redelivered_on_open());
+
+  auto primary = set();
+  primary->watched_as(InformerSet::WatchedAs::primary);
+  CHECK(primary->redelivered_on_open());
+
+  // Owned by one controller, the primary kind of another: that one needs its reconciles.
+  auto both = set();
+  both->watched_as(InformerSet::WatchedAs::owned);
+  both->watched_as(InformerSet::WatchedAs::primary);
+  CHECK(both->redelivered_on_open());
+}
