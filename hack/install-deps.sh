@@ -7,20 +7,33 @@ packages=(
   libcpprest-dev rapidjson-dev libspdlog-dev prometheus-cpp-dev libcli11-dev catch2
   libssl-dev libyaml-cpp-dev libzstd-dev
   openssl curl python3 lua5.1 strace clang libclang-rt-14-dev clang-format-14 clang-tidy-14
+  prometheus
 )
+# Debian's prometheus package enables and starts a server on :9090 where systemd runs. The tests
+# start their own (promtool and a Prometheus on a free 127.0.0.1 port with a temporary data dir),
+# so the packaged service is stopped and disabled: nothing the install starts stays running.
+stop_packaged_services() {
+  [ -d /run/systemd/system ] || return 0
+  systemctl is-enabled --quiet prometheus.service 2>/dev/null ||
+    systemctl is-active --quiet prometheus.service 2>/dev/null || return 0
+  echo "install-deps: stopping and disabling the packaged prometheus.service" >&2
+  "${sudo_cmd[@]}" systemctl disable --now prometheus.service
+}
+sudo_cmd=()
+[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present" >&2
+  stop_packaged_services
   exit 0
 fi
 echo "install-deps: installing ${missing[*]}" >&2
-sudo_cmd=()
-[ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)
 "${sudo_cmd[@]}" apt-get update -qq
 DEBIAN_FRONTEND=noninteractive "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+stop_packaged_services
 for tool in go kubectl; do
   command -v "$tool" >/dev/null || echo "install-deps: warning: '$tool' is not on PATH; the tests need it" >&2
 done
