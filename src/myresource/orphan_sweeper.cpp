@@ -13,6 +13,9 @@ OrphanSweeper::OrphanSweeper(std::shared_ptr<OrphanSweepCluster> cluster, Orphan
                   .Name("myoperator_orphans_total")
                   .Help("Deployments found managed by my-operator whose owner is gone, by action taken.")
                   .Register(*options_.registry);
+  // Both series from the start, at 0: a dashboard's increase() over them shows 0 orphans, not "no data".
+  orphans_->Add({{"action", "reported"}});
+  orphans_->Add({{"action", "deleted"}});
 }
 
 OrphanSweeper::~OrphanSweeper() { stop(); }

@@ -2,6 +2,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <map>
 
@@ -78,6 +79,22 @@ struct Fixture {
 };
 
 }  // namespace
+
+TEST_CASE("orphan sweep exports myoperator_orphans_total for both actions at 0 before any orphan",
+          "[myresource][orphans]") {
+  Fixture fixture;
+  std::vector<std::string> actions;
+  for (const auto& family : fixture.registry->Collect()) {
+    if (family.name != "myoperator_orphans_total") continue;
+    for (const auto& metric : family.metric) {
+      for (const auto& label : metric.label)
+        if (label.name == "action") actions.push_back(label.value);
+      CHECK(metric.counter.value == 0);
+    }
+  }
+  std::sort(actions.begin(), actions.end());
+  CHECK(actions == std::vector<std::string>{"deleted", "reported"});
+}
 
 TEST_CASE("orphan sweep, policy report: each orphan reported once, nothing deleted",
           "[myresource][orphans]") {
