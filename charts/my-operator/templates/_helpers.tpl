@@ -76,3 +76,9 @@ the same as config/rbac/role.yaml. Exactly the verbs the code uses, no wildcards
   resources: [events]
   verbs: [create, patch]
 {{- end -}}
+
+{{/* The Secret whose `token` the ServiceMonitor sends: metrics.serviceMonitor.tokenSecret, or the
+token Secret of <fullname>-metrics-scraper that servicemonitor.yaml creates. */}}
+{{- define "my-operator.metricsTokenSecret" -}}
+{{- default (printf "%s-metrics-scraper-token" (include "my-operator.fullname" .)) .Values.metrics.serviceMonitor.tokenSecret }}
+{{- end }}

@@ -24,6 +24,7 @@ std::string all_features_values(const std::string& tenant) {
          tenant +
          "]\n"
          "metrics:\n"
+         "  certSecret: metrics-tls\n"
          "  serviceMonitor: {enabled: true, labels: {release: prometheus}}\n"
          "  prometheusRule: {enabled: true}\n"
          "  grafanaDashboard: {enabled: true}\n"
@@ -241,9 +242,8 @@ TEST_CASE(
     return args;
   };
 
-  SECTION("secure (the default), self-signed") {
-    const auto objects =
-        yaml_documents(helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true"));
+  SECTION("secure (the default), self-signed: served, but a ServiceMonitor is refused") {
+    const auto objects = yaml_documents(helm_template("-n my-operator-system"));
     const auto args = args_of(objects);
     CHECK(args.count("--metrics-secure") == 1);
     CHECK(args.count("--metrics-bind-address=:8443") == 1);
@@ -255,13 +255,13 @@ TEST_CASE(
     CHECK(binding["subjects"][0]["name"].as<std::string>() == "my-operator");
     CHECK(binding["subjects"][0]["namespace"].as<std::string>() == "my-operator-system");
     CHECK(find(objects, "ClusterRole", "my-operator-metrics-reader"));
-    const auto monitor = find(objects, "ServiceMonitor", "my-operator");
-    REQUIRE(monitor);
-    const YAML::Node endpoint = (*monitor)["spec"]["endpoints"][0];
-    CHECK(endpoint["scheme"].as<std::string>("") == "https");
-    CHECK(endpoint["bearerTokenFile"].as<std::string>("") ==
-          "/var/run/secrets/kubernetes.io/serviceaccount/token");
-    CHECK(endpoint["tlsConfig"]["insecureSkipVerify"].as<bool>(false));
+    // Nothing could verify the certificate made at start: no ServiceMonitor skips verification.
+    const auto refused = testenv::run(helm_binary() + " template my-operator " +
+                                      shell_quote(testenv::source_dir() + "/charts/my-operator") +
+                                      " -n my-operator-system --set metrics.serviceMonitor.enabled=true");
+    INFO(refused.output);
+    CHECK_FALSE(refused.ok());
+    CHECK(refused.output.find("needs metrics.certSecret") != std::string::npos);
   }
   SECTION("secure with a certificate Secret: mounted, served, verified by the ServiceMonitor") {
     const auto objects =
@@ -282,10 +282,40 @@ TEST_CASE(
     CHECK(volume);
     const auto monitor = find(objects, "ServiceMonitor", "my-operator");
     REQUIRE(monitor);
-    const YAML::Node tls = (*monitor)["spec"]["endpoints"][0]["tlsConfig"];
+    const YAML::Node endpoint = (*monitor)["spec"]["endpoints"][0];
+    CHECK(endpoint["scheme"].as<std::string>("") == "https");
+    const YAML::Node tls = endpoint["tlsConfig"];
     CHECK_FALSE(tls["insecureSkipVerify"]);
     CHECK(tls["serverName"].as<std::string>("") == "my-operator-metrics.my-operator-system.svc");
     CHECK(tls["ca"]["secret"]["name"].as<std::string>("") == "metrics-tls");
+    CHECK(tls["ca"]["secret"]["key"].as<std::string>("") == "ca.crt");
+    // The token of a ServiceAccount of its own, bound to the metrics reader role and nothing else.
+    CHECK_FALSE(endpoint["bearerTokenFile"]);
+    CHECK(endpoint["authorization"]["type"].as<std::string>("") == "Bearer");
+    CHECK(endpoint["authorization"]["credentials"]["name"].as<std::string>("") ==
+          "my-operator-metrics-scraper-token");
+    CHECK(endpoint["authorization"]["credentials"]["key"].as<std::string>("") == "token");
+    const auto token = find(objects, "Secret", "my-operator-metrics-scraper-token");
+    REQUIRE(token);
+    CHECK((*token)["type"].as<std::string>("") == "kubernetes.io/service-account-token");
+    CHECK((*token)["metadata"]["annotations"]["kubernetes.io/service-account.name"].as<std::string>("") ==
+          "my-operator-metrics-scraper");
+    CHECK(find(objects, "ServiceAccount", "my-operator-metrics-scraper"));
+    const auto scraper = find(objects, "ClusterRoleBinding", "my-operator-metrics-scraper");
+    REQUIRE(scraper);
+    CHECK((*scraper)["roleRef"]["name"].as<std::string>("") == "my-operator-metrics-reader");
+    CHECK((*scraper)["subjects"][0]["name"].as<std::string>("") == "my-operator-metrics-scraper");
+
+    // A token Secret of the user's instead: sent, and no scraper identity of the chart's.
+    const auto own_token = yaml_documents(helm_template(
+        "-n my-operator-system --set metrics.serviceMonitor.enabled=true --set "
+        "metrics.certSecret=metrics-tls --set metrics.serviceMonitor.tokenSecret=prometheus-token"));
+    const auto own_monitor = find(own_token, "ServiceMonitor", "my-operator");
+    REQUIRE(own_monitor);
+    CHECK((*own_monitor)["spec"]["endpoints"][0]["authorization"]["credentials"]["name"].as<std::string>(
+              "") == "prometheus-token");
+    CHECK_FALSE(find(own_token, "ServiceAccount", "my-operator-metrics-scraper"));
+    CHECK_FALSE(find(own_token, "ClusterRoleBinding", "my-operator-metrics-scraper"));
   }
   SECTION("not secure: plain HTTP, and no review or reader rights") {
     const auto objects = yaml_documents(helm_template(
@@ -317,7 +347,8 @@ TEST_CASE("packaging: the rendered CRD is config/crd's, marked keep", "[packagin
 
 TEST_CASE("packaging: no selector of the chart relies on app.kubernetes.io/instance", "[packaging][helm]") {
   const auto objects =
-      yaml_documents(helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true"));
+      yaml_documents(helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true --set "
+                                   "metrics.certSecret=metrics-tls"));
   int selectors = 0;
   for (const auto& object : objects) {
     const YAML::Node spec = object["spec"];

@@ -61,4 +61,19 @@ TEST_CASE("packaging: kubectl apply -k config/prometheus --dry-run=server is acc
   CHECK(result.ok());
   CHECK(result.output.find("servicemonitor.monitoring.coreos.com/my-operator") != std::string::npos);
   CHECK(result.output.find("prometheusrule.monitoring.coreos.com/my-operator") != std::string::npos);
+  CHECK(result.output.find("secret/my-operator-metrics-scraper-token") != std::string::npos);
+  CHECK(result.output.find("clusterrolebinding.rbac.authorization.k8s.io/my-operator-metrics-scraper") !=
+        std::string::npos);
+
+  // The ServiceMonitor verifies the certificate with its Secret's CA and sends the scraper's token.
+  const YAML::Node endpoint =
+      YAML::LoadFile(testenv::source_dir() + "/config/prometheus/monitor.yaml")["spec"]["endpoints"][0];
+  CHECK(endpoint["scheme"].as<std::string>("") == "https");
+  CHECK_FALSE(endpoint["tlsConfig"]["insecureSkipVerify"]);
+  CHECK(endpoint["tlsConfig"]["ca"]["secret"]["name"].as<std::string>("") == "my-operator-metrics-cert");
+  CHECK(endpoint["tlsConfig"]["serverName"].as<std::string>("") ==
+        "my-operator-metrics.my-operator-system.svc");
+  CHECK_FALSE(endpoint["bearerTokenFile"]);
+  CHECK(endpoint["authorization"]["credentials"]["name"].as<std::string>("") ==
+        "my-operator-metrics-scraper-token");
 }
