@@ -23,22 +23,6 @@
 namespace myop::testing {
 namespace {
 
-unsigned short free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  address.sin_port = 0;
-  socklen_t length = sizeof address;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    if (fd >= 0) ::close(fd);
-    FAIL("cannot find a free loopback port");
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
 std::string binding_name(const std::string& user) { return "myop-test-" + user; }
 
 std::string string_member(const rapidjson::Value& object, const char* name) {
@@ -86,6 +70,22 @@ void install_prerequisites() {
 }
 
 }  // namespace
+
+unsigned short free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  address.sin_port = 0;
+  socklen_t length = sizeof address;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
+    if (fd >= 0) ::close(fd);
+    FAIL("cannot find a free loopback port");
+  }
+  ::close(fd);
+  return ntohs(address.sin_port);
+}
 
 OperatorProcess::OperatorProcess(OperatorOptions options) : options_(std::move(options)) {
   REQUIRE(!options_.user.empty());

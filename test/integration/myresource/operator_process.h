@@ -100,6 +100,9 @@ std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark 
 std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark = 0);
 std::string describe(const std::vector<AuditEntry>& entries);
 
+// A 127.0.0.1 port nobody listens on now (bound to port 0, then released).
+unsigned short free_port();
+
 // Polls `condition` every 200 ms until it holds or `timeout` passes; returns whether it held.
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 

@@ -1,0 +1,214 @@
+#include "myresource/prometheus_process.h"
+
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <rapidjson/document.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <thread>
+
+#include "myresource/operator_process.h"
+#include "support/testenv.h"
+
+namespace myop::testing {
+namespace {
+
+std::string quoted(const std::string& text) {
+  std::string quoted = "'";
+  for (char c : text) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
+void write_file(const std::filesystem::path& path, const std::string& text) {
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+  if (!file) FAIL("cannot write " << path);
+}
+
+std::string labels_text(const rapidjson::Value& metric) {
+  std::string text = "{";
+  if (metric.IsObject())
+    for (auto member = metric.MemberBegin(); member != metric.MemberEnd(); ++member) {
+      if (text.size() > 1) text += ", ";
+      text += std::string(member->name.GetString()) + "=\"" +
+              (member->value.IsString() ? member->value.GetString() : "") + "\"";
+    }
+  return text + "}";
+}
+
+// A [<time>, "<value>"] pair of the API: the value ("NaN", "+Inf" and numbers alike).
+double sample_value(const rapidjson::Value& pair) {
+  if (!pair.IsArray() || pair.Size() != 2 || !pair[1].IsString()) return std::nan("");
+  return std::strtod(pair[1].GetString(), nullptr);
+}
+
+}  // namespace
+
+bool QuerySeries::has_finite_value() const {
+  for (double value : values)
+    if (std::isfinite(value)) return true;
+  return false;
+}
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+PrometheusProcess::PrometheusProcess() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "myop-prometheus-XXXXXX").string();
+  if (!::mkdtemp(pattern.data())) FAIL("mkdtemp failed for " << pattern);
+  folder_ = pattern;
+}
+
+PrometheusProcess::~PrometheusProcess() {
+  stop();
+  std::error_code ignored;
+  std::filesystem::remove_all(folder_, ignored);
+}
+
+void PrometheusProcess::start(const std::string& configuration) {
+  REQUIRE(pid_ < 0);
+  const auto config_path = folder_ / "prometheus.yml";
+  write_file(config_path, configuration);
+  const auto checked = testenv::run("promtool check config " + quoted(config_path.string()));
+  if (!checked.ok()) FAIL("promtool check config:\n" << checked.output << "\n" << configuration);
+
+  port_ = free_port();
+  std::vector<std::string> arguments = {
+      "/usr/bin/prometheus",
+      "--config.file=" + config_path.string(),
+      "--storage.tsdb.path=" + (folder_ / "data").string(),
+      "--web.listen-address=127.0.0.1:" + std::to_string(port_),
+      // Neither the console templates of the package nor anything else from /etc or /usr/share.
+      "--web.console.templates=" + (folder_ / "consoles").string(),
+      "--web.console.libraries=" + (folder_ / "console_libraries").string(),
+  };
+  const std::string log_path = (folder_ / "prometheus.log").string();
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    ::setsid();
+    int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    int null = ::open("/dev/null", O_RDONLY);
+    if (log < 0 || null < 0) ::_exit(127);
+    ::dup2(null, 0);
+    ::dup2(log, 1);
+    ::dup2(log, 2);
+    std::vector<char*> argv;
+    for (auto& argument : arguments) argv.push_back(argument.data());
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  pid_ = child;
+  const std::string probe = "curl -sf -o /dev/null http://127.0.0.1:" + std::to_string(port_) + "/-/ready";
+  const bool ready =
+      eventually([&] { return !running() || testenv::run(probe).ok(); }, std::chrono::seconds(30));
+  if (!running()) FAIL("prometheus exited during start-up; its log:\n" << log_tail());
+  if (!ready) FAIL("prometheus not ready after 30 s; its log:\n" << log_tail());
+}
+
+bool PrometheusProcess::running() {
+  if (pid_ < 0) return false;
+  int status = 0;
+  if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+    pid_ = -1;
+    return false;
+  }
+  return true;
+}
+
+void PrometheusProcess::stop() {
+  if (!running()) return;
+  ::kill(-pid_, SIGTERM);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    if (!running()) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  WARN("prometheus still running 20 s after SIGTERM; killing it");
+  ::kill(-pid_, SIGKILL);
+  int status = 0;
+  ::waitpid(pid_, &status, 0);
+  pid_ = -1;
+}
+
+std::string PrometheusProcess::get(const std::string& path) const {
+  const auto result = testenv::run("curl -sf http://127.0.0.1:" + std::to_string(port_) + path);
+  return result.ok() ? result.output : std::string();
+}
+
+QueryResult PrometheusProcess::query(const std::string& promql) const {
+  return post_query("/api/v1/query", {"query=" + promql});
+}
+
+QueryResult PrometheusProcess::query_range(const std::string& promql, double start, double end,
+                                           double step_seconds) const {
+  return post_query("/api/v1/query_range",
+                    {"query=" + promql, "start=" + std::to_string(start), "end=" + std::to_string(end),
+                     "step=" + std::to_string(step_seconds)});
+}
+
+QueryResult PrometheusProcess::post_query(const std::string& path,
+                                          const std::vector<std::string>& form) const {
+  // Each field goes through a file (curl --data-urlencode name@file): PromQL needs no shell quoting.
+  std::string command = "curl -s --max-time 30";
+  for (std::size_t i = 0; i < form.size(); ++i) {
+    const auto equals = form[i].find('=');
+    const auto field_file = folder_ / ("form-" + std::to_string(i));
+    write_file(field_file, form[i].substr(equals + 1));
+    command += " --data-urlencode " + quoted(form[i].substr(0, equals) + "@" + field_file.string());
+  }
+  command += " http://127.0.0.1:" + std::to_string(port_) + path;
+  QueryResult result;
+  result.body = testenv::run(command).output;
+  rapidjson::Document answer;
+  if (answer.Parse(result.body.c_str()).HasParseError() || !answer.IsObject() ||
+      !answer.HasMember("status")) {
+    result.error = "not a JSON answer: " + result.body;
+    return result;
+  }
+  if (std::string(answer["status"].GetString()) != "success") {
+    result.error =
+        answer.HasMember("error") && answer["error"].IsString() ? answer["error"].GetString() : "error";
+    return result;
+  }
+  const rapidjson::Value& data = answer["data"];
+  const std::string type = data["resultType"].GetString();
+  const rapidjson::Value& found = data["result"];
+  if (type == "scalar") {
+    result.series.push_back({"{}", {sample_value(found)}});
+    return result;
+  }
+  for (const auto& item : found.GetArray()) {
+    QuerySeries series;
+    series.labels = labels_text(item["metric"]);
+    if (item.HasMember("value")) series.values.push_back(sample_value(item["value"]));
+    if (item.HasMember("values"))
+      for (const auto& pair : item["values"].GetArray()) series.values.push_back(sample_value(pair));
+    result.series.push_back(std::move(series));
+  }
+  return result;
+}
+
+std::string PrometheusProcess::log_tail(std::size_t lines) const {
+  std::ifstream file(folder_ / "prometheus.log");
+  std::deque<std::string> last;
+  std::string line;
+  while (std::getline(file, line)) {
+    last.push_back(line);
+    if (last.size() > lines) last.pop_front();
+  }
+  std::string text;
+  for (const auto& kept : last) text += kept + "\n";
+  return text;
+}
+
+}  // namespace myop::testing
