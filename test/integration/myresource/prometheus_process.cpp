@@ -21,6 +21,9 @@
 namespace myop::testing {
 namespace {
 
+// Debian's package; promtool, from the same package, is run from PATH.
+constexpr const char* kPrometheusBinary = "/usr/bin/prometheus";
+
 std::string quoted(const std::string& text) {
   std::string quoted = "'";
   for (char c : text) quoted += (c == '\'') ? std::string("'\\''") : std::string(1, c);
@@ -76,6 +79,8 @@ PrometheusProcess::~PrometheusProcess() {
 
 void PrometheusProcess::start(const std::string& configuration) {
   REQUIRE(pid_ < 0);
+  if (!std::filesystem::exists(kPrometheusBinary))
+    FAIL(kPrometheusBinary << " is missing (Debian package prometheus: run hack/install-deps.sh)");
   const auto config_path = folder_ / "prometheus.yml";
   write_file(config_path, configuration);
   const auto checked = testenv::run("promtool check config " + quoted(config_path.string()));
@@ -83,7 +88,7 @@ void PrometheusProcess::start(const std::string& configuration) {
 
   port_ = free_port();
   std::vector<std::string> arguments = {
-      "/usr/bin/prometheus",
+      kPrometheusBinary,
       "--config.file=" + config_path.string(),
       "--storage.tsdb.path=" + (folder_ / "data").string(),
       "--web.listen-address=127.0.0.1:" + std::to_string(port_),
