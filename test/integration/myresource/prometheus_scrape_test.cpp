@@ -1,6 +1,7 @@
 // A real Prometheus scrapes the built operator on the real control plane, configured as the chart's
-// ServiceMonitor describes it (with metrics.certSecret): HTTPS, the bearer token of a ServiceAccount
-// bound to the metrics-reader ClusterRole, the certificate verified with the CA of the certificate
+// ServiceMonitor describes it (with metrics.certSecret): HTTPS, the bearer token from the token Secret
+// of the chart's scraper ServiceAccount (bound to metrics-reader only, applied as the chart renders
+// it), the certificate verified with the CA of the certificate
 // Secret for the Service's DNS name, the job named after the metrics Service. Then every PromQL
 // expression of the shipped Grafana dashboard, with its variables filled in as Grafana fills them,
 // must draw something after a small workload (create, update, a refused create, delete); a panel
@@ -17,6 +18,7 @@
 #include <functional>
 #include <regex>
 #include <thread>
+#include <vector>
 
 #include "myresource/operator_process.h"
 #include "myresource/prometheus_process.h"
@@ -38,19 +40,25 @@ std::string last_line(std::string text) {
   return text.substr(text.find_last_of('\n') + 1);
 }
 
-// The chart's ServiceMonitor endpoint and the Service it selects, as `helm template` renders them with
-// a certificate Secret.
+// The chart's ServiceMonitor endpoint, the Service it selects and the scraper identity rendered next to
+// it, as `helm template` renders them into a namespace with a certificate Secret.
 struct ShippedMonitor {
   YAML::Node endpoint;
-  std::string service_name;  // the job label prometheus-operator gives the targets
-  std::string namespace_;    // of the Service
+  std::string service_name;         // the job label prometheus-operator gives the targets
+  std::string namespace_;           // of the Service
+  std::vector<YAML::Node> scraper;  // ServiceAccount, its token Secret, ClusterRoleBinding
 };
 
-ShippedMonitor chart_monitor() {
-  const auto objects = packaging::yaml_documents(
-      packaging::helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true --set "
-                               "metrics.certSecret=metrics-tls"));
+ShippedMonitor chart_monitor(const std::string& namespace_) {
+  const auto objects =
+      packaging::yaml_documents(packaging::helm_template("-n " + namespace_ +
+                                                         " --set metrics.serviceMonitor.enabled=true --set "
+                                                         "metrics.certSecret=metrics-tls"));
   ShippedMonitor shipped;
+  for (const auto& object : objects)
+    if (object["metadata"]["name"].as<std::string>("").ends_with("-metrics-scraper") ||
+        object["metadata"]["name"].as<std::string>("").ends_with("-metrics-scraper-token"))
+      shipped.scraper.push_back(object);
   YAML::Node selector;
   for (const auto& object : objects)
     if (object["kind"].as<std::string>("") == "ServiceMonitor") {
@@ -266,7 +274,7 @@ TEST_CASE(
   const auto started = std::chrono::steady_clock::now();
   testenv::ScopedNamespace ns("prom-scrape");
   testenv::ScopedNamespace refused_ns("prom-refused");
-  const ShippedMonitor monitor = chart_monitor();
+  const ShippedMonitor monitor = chart_monitor(ns.name());
   const std::string server_name = monitor.endpoint["tlsConfig"]["serverName"].as<std::string>("");
   INFO("ServiceMonitor endpoint:\n" << packaging::trimmed(YAML::Dump(monitor.endpoint)));
 
@@ -278,22 +286,42 @@ TEST_CASE(
   std::filesystem::copy_file(secret / "tls.crt", served / "tls.crt");
   std::filesystem::copy_file(secret / "tls.key", served / "tls.key");
 
-  // Prometheus's side: a ServiceAccount bound to config/rbac's metrics-reader, its token in a file.
+  // Prometheus's side, as the chart renders it: the scraper ServiceAccount and its token Secret, and
+  // the binding to the metrics reader (under a test name, onto config/rbac's role: a Helm release on
+  // the same control plane owns the real names). prometheus-operator would hand the Secret's key to
+  // Prometheus; here it goes into a file.
+  const YAML::Node credentials = monitor.endpoint["authorization"]["credentials"];
+  REQUIRE(credentials);
+  const std::string token_secret = credentials["name"].as<std::string>();
+  const std::string token_key = credentials["key"].as<std::string>();
   const std::string reader_role = apply_test_cluster_role("metrics_reader_role.yaml");
-  testenv::kubectl_or_fail("create serviceaccount prometheus -n " + ns.name());
-  const std::string binding = "myop-test-" + ns.name() + "-prometheus";
-  testenv::kubectl("delete clusterrolebinding " + binding + " --ignore-not-found");
-  testenv::kubectl_or_fail("create clusterrolebinding " + binding + " --clusterrole " + reader_role +
-                           " --serviceaccount " + ns.name() + ":prometheus");
+  const std::string binding = "myop-test-" + ns.name() + "-metrics-scraper";
   struct BindingGuard {
     std::string name;
     ~BindingGuard() { testenv::kubectl("delete clusterrolebinding " + name + " --ignore-not-found"); }
   } binding_guard{binding};
-  const std::string token_file = (prometheus.folder() / "token").string();
-  {
-    std::ofstream file(token_file);
-    file << last_line(testenv::kubectl_or_fail("create token prometheus -n " + ns.name() + " --duration=1h"));
+  REQUIRE(monitor.scraper.size() == 3);
+  for (YAML::Node object : monitor.scraper) {
+    object = YAML::Clone(object);
+    if (object["kind"].as<std::string>() == "ClusterRoleBinding") {
+      REQUIRE(object["roleRef"]["name"].as<std::string>().ends_with("-metrics-reader"));
+      object["metadata"]["name"] = binding;
+      object["roleRef"]["name"] = reader_role;
+    }
+    YAML::Emitter emitter;
+    emitter << object;
+    const auto applied = testenv::kubectl_apply(std::string(emitter.c_str()) + "\n");
+    INFO(emitter.c_str());
+    REQUIRE(applied.ok());
   }
+  const std::string token_command =
+      "get secret " + token_secret + " -n " + ns.name() + " -o jsonpath='{.data." + token_key + "}'";
+  REQUIRE(eventually([&] { return !last_line(testenv::kubectl(token_command).output).empty(); }, 30s));
+  const std::string token_file = (prometheus.folder() / "token").string();
+  const auto decoded =
+      testenv::run("printf %s " + packaging::shell_quote(last_line(testenv::kubectl(token_command).output)) +
+                   " | base64 -d > " + packaging::shell_quote(token_file));
+  REQUIRE(decoded.ok());
 
   OperatorProcess operator_process(
       {.user = "myop-prometheus-scrape",
