@@ -1,5 +1,8 @@
-// `kubectl apply -k config/default` (and config/prometheus) is accepted by the API server.
+// `kubectl apply -k config/default` (and config/metrics-certificate, config/prometheus) is accepted by
+// the API server.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
 
 #include "../../unit/packaging/rbac_policy.h"
 #include "packaging_support.h"
@@ -76,4 +79,45 @@ TEST_CASE("packaging: kubectl apply -k config/prometheus --dry-run=server is acc
   CHECK_FALSE(endpoint["bearerTokenFile"]);
   CHECK(endpoint["authorization"]["credentials"]["name"].as<std::string>("") ==
         "my-operator-metrics-scraper-token");
+}
+
+TEST_CASE(
+    "packaging: kubectl apply -k config/metrics-certificate serves the certificate Secret the ServiceMonitor "
+    "verifies",
+    "[packaging][kustomize]") {
+  FixedNamespace system_namespace("my-operator-system");
+  const std::string folder = testenv::source_dir() + "/config/metrics-certificate";
+  const auto result =
+      testenv::kubectl("apply -k " + shell_quote(folder) + " --dry-run=server --validate=strict");
+  INFO(result.output);
+  CHECK(result.ok());
+  CHECK(result.output.find("deployment.apps/my-operator") != std::string::npos);
+
+  const auto built = testenv::kubectl("kustomize " + shell_quote(folder));
+  REQUIRE(built.ok());
+  std::vector<YAML::Node> deployments;
+  for (const auto& object : yaml_documents(built.output))
+    if (object["kind"].as<std::string>("") == "Deployment") deployments.push_back(object);
+  REQUIRE(deployments.size() == 1);
+  const YAML::Node pod = deployments[0]["spec"]["template"]["spec"];
+  std::vector<std::string> args;
+  for (const auto& arg : pod["containers"][0]["args"]) args.push_back(arg.as<std::string>());
+  CHECK(std::count(args.begin(), args.end(), "--metrics-secure") == 1);
+  CHECK(std::count(args.begin(), args.end(), "--metrics-cert-dir=/etc/my-operator/metrics-certs") == 1);
+  bool mounted = false;
+  for (const auto& mount : pod["containers"][0]["volumeMounts"])
+    mounted = mounted || (mount["name"].as<std::string>("") == "metrics-certs" &&
+                          mount["mountPath"].as<std::string>("") == "/etc/my-operator/metrics-certs");
+  CHECK(mounted);
+  // The Secret whose ca.crt config/prometheus's ServiceMonitor verifies with.
+  const std::string monitor_secret =
+      YAML::LoadFile(
+          testenv::source_dir() +
+          "/config/prometheus/monitor.yaml")["spec"]["endpoints"][0]["tlsConfig"]["ca"]["secret"]["name"]
+          .as<std::string>("");
+  bool volume = false;
+  for (const auto& item : pod["volumes"])
+    volume = volume || (item["name"].as<std::string>("") == "metrics-certs" &&
+                        item["secret"]["secretName"].as<std::string>("") == monitor_secret);
+  CHECK(volume);
 }
