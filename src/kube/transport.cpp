@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "base/token_bucket.h"
 #include "kube/connection_pool.h"
+#include "kube/request_span.h"
 
 namespace myop::kube {
 namespace {
@@ -192,12 +193,28 @@ class HttpsTransport final : public Transport {
 
   const std::string& host() const override { return host_; }
 
+  // One client span covers the request and its retries, when a span is current on this thread (a
+  // reconcile's); the API server receives its context as a W3C traceparent header.
   Result<Response> send(const Request& request, std::stop_token stop) override {
+    trace::Span span = start_request_span(request.method, request.path, host_);
+    if (!span.context().valid()) return send_attempts(request, stop, {}, nullptr);
+    int resends = 0;
+    auto result = send_attempts(request, stop, trace::format_traceparent(span.context()), &resends);
+    if (result)
+      end_request_span(span, result->status_code, resends, {}, {});
+    else
+      end_request_span(span, 0, resends, reason_name(result.error().reason), result.error().message);
+    return result;
+  }
+
+  Result<Response> send_attempts(const Request& request, const std::stop_token& stop,
+                                 const std::string& traceparent, int* resends) {
     const auto timeout = request.timeout.count() > 0 ? request.timeout : options_.default_timeout;
     const auto deadline = clock_->now() + timeout;
     bool retried_unauthorized = false;
     for (int attempt = 0;; ++attempt) {
-      auto prepared = prepare(request, stop, deadline);
+      if (resends != nullptr) *resends = attempt;
+      auto prepared = prepare(request, stop, deadline, traceparent);
       if (!prepared) return std::move(prepared).error();
       const Prepared& ready = prepared.value();
 
@@ -340,7 +357,8 @@ class HttpsTransport final : public Transport {
   }
 
  private:
-  Result<Prepared> prepare(const Request& request, const std::stop_token& stop, TimePoint deadline) {
+  Result<Prepared> prepare(const Request& request, const std::stop_token& stop, TimePoint deadline,
+                           const std::string& traceparent = {}) {
     if (stop.stop_requested())
       return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
     const auto waiting_since = clock_->now();
@@ -368,6 +386,7 @@ class HttpsTransport final : public Transport {
     if (!credential->bearer_token.empty())
       prepared.headers.emplace_back("Authorization", "Bearer " + credential->bearer_token);
     prepared.headers.insert(prepared.headers.end(), request.headers.begin(), request.headers.end());
+    if (!traceparent.empty()) prepared.headers.emplace_back("traceparent", traceparent);
     if (!request.body.empty() || request.method == "POST" || request.method == "PUT" ||
         request.method == "PATCH")
       prepared.content_type = request.content_type.empty() ? "application/json" : request.content_type;

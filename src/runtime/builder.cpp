@@ -23,6 +23,7 @@ ControllerBuilder::ControllerBuilder(Manager& manager, std::string name) : manag
   options_.name = std::move(name);
   options_.registry = manager.registry();
   options_.shard_gate = manager.shard_gate();
+  options_.tracer = manager.tracer();
 }
 
 InformerScope ControllerBuilder::scope_of(const kube::ResourceType& type,

@@ -77,8 +77,11 @@ void Controller::on_event(const EventMapper& mapper, const std::vector<Predicate
   if (!passes_all(predicates, event)) return;
   const TimePoint seen = event.seen == TimePoint{} ? options_.clock->now() : event.seen;
   for (const auto& request : mapper(event)) {
-    // Background work (initial list, resync) is not "an event seen" for the latency metric.
-    if (request.priority != Priority::low) restore_event_seen(request.key, seen);
+    // Background work (initial list, resync) is not "an event seen" for the latency metric; a trace
+    // still names it as the trigger.
+    const bool measured = request.priority != Priority::low;
+    if (measured || options_.tracer)
+      restore_event_seen(request.key, {seen, event.type, event.initial_list, measured});
     queue_->add(request.key, {request.priority});
   }
 }
@@ -141,19 +144,71 @@ void Controller::run_worker() {
   while (auto item = queue_->get()) process(*item);
 }
 
-std::optional<TimePoint> Controller::take_event_seen(const ObjectKey& key) {
+std::optional<Controller::PendingEvent> Controller::take_event_seen(const ObjectKey& key) {
   std::lock_guard lock(seen_mutex_);
   auto position = event_seen_.find(key);
   if (position == event_seen_.end()) return std::nullopt;
-  const TimePoint seen = position->second;
+  const PendingEvent event = position->second;
   event_seen_.erase(position);
-  return seen;
+  return event;
 }
 
-void Controller::restore_event_seen(const ObjectKey& key, TimePoint seen) {
+// Keeps the earliest measured event (the latency metric counts from it); an unmeasured one only
+// stands in until a measured one comes.
+void Controller::restore_event_seen(const ObjectKey& key, const PendingEvent& event) {
   std::lock_guard lock(seen_mutex_);
-  auto [position, inserted] = event_seen_.try_emplace(key, seen);
-  if (!inserted && seen < position->second) position->second = seen;
+  auto [position, inserted] = event_seen_.try_emplace(key, event);
+  if (inserted) return;
+  PendingEvent& kept = position->second;
+  if (event.measured != kept.measured) {
+    if (event.measured) kept = event;
+  } else if (event.seen < kept.seen) {
+    kept = event;
+  }
+}
+
+namespace {
+
+// As Kubernetes watch events are named; resync is our informer's periodic re-delivery.
+std::string_view event_type_name(EventType type) {
+  switch (type) {
+    case EventType::added:
+      return "ADDED";
+    case EventType::updated:
+      return "MODIFIED";
+    case EventType::deleted:
+      return "DELETED";
+    case EventType::resync:
+      return "RESYNC";
+  }
+  return "UNKNOWN";
+}
+
+}  // namespace
+
+trace::Span Controller::start_reconcile_span(const WorkItem& item, const ReconcileRequest& request,
+                                             const std::optional<PendingEvent>& trigger,
+                                             TimePoint started) const {
+  trace::Span span = options_.tracer->start_span("reconcile", trace::SpanKind::internal, nullptr);
+  if (!span.recording()) return span;
+  span.set_attribute("myoperator.controller", options_.name);
+  span.set_attribute("k8s.namespace.name", item.key.namespace_name);
+  span.set_attribute("myoperator.name", item.key.name);
+  span.set_attribute("myoperator.reconcile_id", request.reconcile_id);
+  span.set_attribute("myoperator.priority", std::string(priority_name(item.priority)));
+  span.set_attribute("myoperator.failures", item.failures);
+  span.set_attribute("myoperator.queue.wait_seconds",
+                     to_seconds(item.started - std::min(item.started, item.first_added)));
+  if (trigger) {
+    span.set_attribute("myoperator.trigger.event_type", std::string(event_type_name(trigger->type)));
+    span.set_attribute("myoperator.trigger.initial_list", trigger->initial_list);
+    span.set_attribute("myoperator.trigger.wait_seconds",
+                       to_seconds(started - std::min(started, trigger->seen)));
+  } else {
+    // No event since the last reconcile: a retry, a requeue or a direct enqueue brought the key back.
+    span.set_attribute("myoperator.trigger.event_type", item.failures > 0 ? "RETRY" : "REQUEUE");
+  }
+  return span;
 }
 
 void Controller::process(const WorkItem& item) {
@@ -186,9 +241,19 @@ void Controller::process(const WorkItem& item) {
     metrics_.set_active_workers(static_cast<int>(in_flight_.size()));
     if (was_idle) idle_.notify_all();  // the watchdog sleeps while nothing runs
   }
-  const std::optional<TimePoint> seen = take_event_seen(item.key);
+  const std::optional<PendingEvent> trigger = take_event_seen(item.key);
+  std::optional<TimePoint> seen;
+  if (trigger && trigger->measured) seen = trigger->seen;
 
-  ReconcileResult result = invoke(request);
+  trace::Span span;
+  ReconcileResult result = ReconcileResult::done();
+  if (options_.tracer) {
+    span = start_reconcile_span(item, request, trigger, started);
+    const trace::CurrentSpan current(*options_.tracer, span);
+    result = invoke(request);
+  } else {
+    result = invoke(request);
+  }
 
   const TimePoint finished = options_.clock->now();
   std::string result_label;
@@ -248,8 +313,14 @@ void Controller::process(const WorkItem& item) {
     if (handled_event) {
       metrics_.event_reconciled(finished - *seen);
     } else if (result.kind() != ReconcileResult::Kind::terminal_error) {
-      restore_event_seen(item.key, *seen);  // latency keeps counting through retries
+      restore_event_seen(item.key, *trigger);  // latency keeps counting through retries
     }
+  }
+  if (span.recording()) {
+    span.set_attribute("myoperator.result", result_label);
+    if (result.is_error() && !result.is_conflict())
+      span.set_status(trace::StatusCode::error, result.message());
+    span.end();
   }
   log(spdlog::level::debug, "Reconcile finished",
       {{"controller", options_.name},

@@ -14,6 +14,9 @@
 // - stop() stops taking work, lets in-flight reconciles finish within a grace period, then cancels.
 // - With a shard gate (--sharding), a key is reconciled only under a ticket for its namespace's slot;
 //   a key of a slot this replica does not own (now) is dropped: the slot's new owner lists it.
+// - With a tracer, each reconcile is the root span of a trace (`reconcile`: key, result, queue wait,
+//   the trigger: the first watch event since the last reconcile and how long it waited), current on
+//   the worker thread while the reconciler runs, so its API calls are child spans. No tracer: no spans.
 #include <prometheus/registry.h>
 
 #include <condition_variable>
@@ -35,6 +38,7 @@
 #include "runtime/reconciler.h"
 #include "runtime/shard_gate.h"
 #include "runtime/workqueue.h"
+#include "trace/tracer.h"
 
 namespace myop::runtime {
 
@@ -51,6 +55,8 @@ struct ControllerOptions {
   std::shared_ptr<ShardGate> shard_gate;
   // Reconcile deadlines, the shutdown grace period and the work queue run on it.
   std::shared_ptr<const base::Clock> clock = base::system_clock();
+  // Null: tracing off.
+  std::shared_ptr<trace::Tracer> tracer;
 };
 
 class Controller {
@@ -82,6 +88,16 @@ class Controller {
   int active_workers() const;
 
  private:
+  // The first event that queued a key since its last reconcile began: the reconcile's trigger.
+  // `measured` events (not the initial list, not a resync) feed myoperator_event_to_reconcile_seconds;
+  // the others are kept only for the trace.
+  struct PendingEvent {
+    TimePoint seen;
+    EventType type = EventType::added;
+    bool initial_list = false;
+    bool measured = true;
+  };
+
   struct InFlight {
     ObjectKey key;
     std::stop_source stop;
@@ -96,8 +112,10 @@ class Controller {
   void run_watchdog(std::stop_token stop);
   // The earliest deadline of a reconcile not yet cancelled.
   std::optional<TimePoint> next_deadline_locked() const;
-  std::optional<TimePoint> take_event_seen(const ObjectKey& key);
-  void restore_event_seen(const ObjectKey& key, TimePoint seen);
+  std::optional<PendingEvent> take_event_seen(const ObjectKey& key);
+  void restore_event_seen(const ObjectKey& key, const PendingEvent& event);
+  trace::Span start_reconcile_span(const WorkItem& item, const ReconcileRequest& request,
+                                   const std::optional<PendingEvent>& trigger, TimePoint started) const;
 
   ControllerOptions options_;
   std::shared_ptr<Reconciler> reconciler_;
@@ -113,7 +131,7 @@ class Controller {
   bool stopped_ = false;
 
   std::mutex seen_mutex_;
-  std::unordered_map<ObjectKey, TimePoint, ObjectKeyHash> event_seen_;
+  std::unordered_map<ObjectKey, PendingEvent, ObjectKeyHash> event_seen_;
 
   std::vector<std::thread> workers_;
   std::jthread watchdog_;

@@ -41,6 +41,7 @@
 #include "runtime/shard_coordinator.h"
 #include "runtime/shard_gate.h"
 #include "runtime/writer.h"
+#include "trace/tracer.h"
 
 namespace myop::runtime {
 
@@ -80,6 +81,8 @@ struct ManagerOptions {
   std::chrono::milliseconds metrics_cert_poll_interval = std::chrono::seconds(5);
   // The cache sync timeout runs on it.
   std::shared_ptr<const base::Clock> clock = base::system_clock();
+  // Null: tracing off. Set: every controller built on this manager traces its reconciles.
+  std::shared_ptr<trace::Tracer> tracer;
 };
 
 // A named check; returns an error text when failing.
@@ -93,6 +96,7 @@ class Manager {
   Manager& operator=(const Manager&) = delete;
 
   const std::shared_ptr<prometheus::Registry>& registry() const { return options_.registry; }
+  const std::shared_ptr<trace::Tracer>& tracer() const { return options_.tracer; }
   // More metrics to serve next to the registry (e.g. the API client's).
   void add_collectable(std::shared_ptr<prometheus::Collectable> collectable);
 

@@ -10,8 +10,10 @@
 #include "metrics_reader.h"
 #include "object_builder.h"
 #include "runtime/controller.h"
+#include "support/eventually.h"
 #include "support/fake_clock.h"
 #include "support/in_memory_event_source.h"
+#include "trace/recording_exporter.h"
 
 using namespace std::chrono_literals;
 using namespace myop::runtime;
@@ -390,4 +392,95 @@ TEST_CASE("an idle controller sets no timer", "[runtime][controller]") {
   REQUIRE(fixture.clock->await_waiters(3));
   CHECK(fixture.clock->deadlines() == std::vector<TimePoint>(3, TimePoint::max()));
   controller.stop();
+}
+
+namespace {
+
+const myop::trace::AttributeValue* find_attribute(const myop::trace::SpanData& span, const std::string& key) {
+  for (const auto& attribute : span.attributes)
+    if (attribute.key == key) return &attribute.value;
+  return nullptr;
+}
+
+std::string text_attribute(const myop::trace::SpanData& span, const std::string& key) {
+  const auto* value = find_attribute(span, key);
+  return value != nullptr && std::holds_alternative<std::string>(*value) ? std::get<std::string>(*value) : "";
+}
+
+}  // namespace
+
+TEST_CASE("with a tracer, a reconcile is a root span with its trigger, and its API calls are children",
+          "[runtime][controller][trace]") {
+  Fixture fixture;
+  auto exporter = std::make_shared<myop::testing::RecordingExporter>();
+  auto processor =
+      std::make_shared<myop::trace::BatchSpanProcessor>(exporter, myop::trace::BatchOptions{}, nullptr);
+  auto options = fixture.options(1);
+  options.tracer = std::make_shared<myop::trace::Tracer>(myop::trace::RatioSampler(1.0), processor);
+  int calls = 0;
+  fixture.reconciler->behaviour = [&calls](const ReconcileRequest&) {
+    // What the API client does on the worker thread (kube/request_span.h): a child of the current span.
+    myop::trace::Span call =
+        myop::trace::start_child_of_current("PATCH deployments", myop::trace::SpanKind::client);
+    call.end();
+    return ++calls == 1 ? ReconcileResult::error("the API server said no") : ReconcileResult::done();
+  };
+  Controller controller(options, fixture.reconciler);
+  controller.watch_primary(fixture.primary);
+  controller.start();
+  fixture.primary.emit({EventType::updated, make_named("team-a", "web"), make_named("team-a", "web")});
+  // The first reconcile fails; the retry (after the fake clock's backoff) succeeds.
+  REQUIRE(fixture.reconciler->wait([&] { return fixture.reconciler->finished_ == 1; }));
+  REQUIRE(myop::testing::eventually([&] {
+    fixture.clock->advance(1s);
+    return fixture.reconciler->finished() == 2;
+  }));
+  controller.stop();
+  processor->shutdown(10s);
+
+  std::vector<myop::trace::SpanData> roots;
+  std::vector<myop::trace::SpanData> children;
+  for (auto& span : exporter->spans()) (span.parent_span_id.valid() ? children : roots).push_back(span);
+  REQUIRE(roots.size() == 2);
+  REQUIRE(children.size() == 2);
+  const auto& failed = roots[0];
+  CHECK(failed.name == "reconcile");
+  CHECK(text_attribute(failed, "myoperator.controller") == "test");
+  CHECK(text_attribute(failed, "k8s.namespace.name") == "team-a");
+  CHECK(text_attribute(failed, "myoperator.name") == "web");
+  CHECK(text_attribute(failed, "myoperator.result") == "error");
+  CHECK(text_attribute(failed, "myoperator.trigger.event_type") == "MODIFIED");
+  CHECK(find_attribute(failed, "myoperator.trigger.wait_seconds") != nullptr);
+  CHECK(find_attribute(failed, "myoperator.queue.wait_seconds") != nullptr);
+  CHECK(text_attribute(failed, "myoperator.reconcile_id").size() == 36);
+  CHECK(failed.status == myop::trace::StatusCode::error);
+  CHECK(failed.status_message == "the API server said no");
+
+  const auto& retried = roots[1];
+  CHECK(text_attribute(retried, "myoperator.result") == "success");
+  // The event still counts for the latency metric through the retry, so the retry names it too.
+  CHECK(text_attribute(retried, "myoperator.trigger.event_type") == "MODIFIED");
+  CHECK(retried.status == myop::trace::StatusCode::unset);
+  CHECK(retried.trace_id != failed.trace_id);  // one trace per reconcile
+
+  for (std::size_t i = 0; i < 2; ++i) {
+    CHECK(children[i].trace_id == roots[i].trace_id);
+    CHECK(children[i].parent_span_id == roots[i].span_id);
+  }
+}
+
+TEST_CASE("without a tracer, nothing is current during a reconcile", "[runtime][controller][trace]") {
+  Fixture fixture;
+  std::atomic<bool> saw_span{true};
+  fixture.reconciler->behaviour = [&saw_span](const ReconcileRequest&) {
+    saw_span = myop::trace::current_span_context() != nullptr;
+    return ReconcileResult::done();
+  };
+  Controller controller(fixture.options(1), fixture.reconciler);
+  controller.watch_primary(fixture.primary);
+  controller.start();
+  fixture.primary.emit({EventType::added, make_named("team-a", "web")});
+  REQUIRE(fixture.reconciler->wait([&] { return fixture.reconciler->finished_ == 1; }));
+  controller.stop();
+  CHECK_FALSE(saw_span);
 }
