@@ -44,6 +44,7 @@ int run(int argc, char** argv) {
   myop::myresource::add_myresource_controller(*manager.value(), controller);
 
   const int exit_code = manager.value()->run(stop.get_token());
+  myop::app::finish_tracing(*manager.value());
   spdlog::info("my-operator stopped (exit code {})", exit_code);
   return exit_code;
 }

@@ -14,6 +14,7 @@
 #include "myresource/types.h"
 #include "runtime/leader_election.h"
 #include "runtime/metrics_authorizer.h"
+#include "trace/otlp_http_exporter.h"
 #include "version.h"
 
 namespace myop::app {
@@ -61,7 +62,26 @@ kube::Result<std::shared_ptr<runtime::MetricsAuthorizer>> metrics_authorizer(
   return std::make_shared<runtime::MetricsAuthorizer>(std::make_shared<runtime::KubeAccessReviewer>(client));
 }
 
+// Spans -> bounded batch queue -> OTLP/HTTP; null when no endpoint is set (tracing off).
+std::shared_ptr<trace::Tracer> make_tracer(const Options& options, prometheus::Registry& registry) {
+  if (options.otlp_endpoint.empty()) return nullptr;
+  trace::OtlpHttpOptions exporter;
+  exporter.endpoint = options.otlp_endpoint;
+  exporter.resource.service_version = myop::kVersion;
+  auto processor = std::make_shared<trace::BatchSpanProcessor>(trace::make_otlp_http_exporter(exporter),
+                                                               trace::BatchOptions{}, &registry);
+  return std::make_shared<trace::Tracer>(trace::RatioSampler(options.trace_sampling_ratio),
+                                         std::move(processor));
+}
+
 }  // namespace
+
+void finish_tracing(runtime::Manager& manager) {
+  if (!manager.tracer()) return;
+  if (!manager.tracer()->processor().shutdown(kTraceFlushTimeout))
+    spdlog::warn("trace spans still queued after {} s at shutdown were dropped",
+                 std::chrono::duration_cast<std::chrono::seconds>(kTraceFlushTimeout).count());
+}
 
 void tune_process() {
   // glibc gives busy threads arenas of their own (up to 8 per core); the workers and the watch threads
@@ -95,13 +115,14 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
       "my-operator {} starting: server={} context={} namespaces={} operator-namespace={} leader-elect={} "
       "sharding={} "
       "max-concurrent-reconciles={} qps={} burst={} resync-period={}s orphan-sweep-period={}s config-map={} "
-      "metrics={} metrics-secure={} metrics-cert={} probes={}",
+      "metrics={} metrics-secure={} metrics-cert={} probes={} otlp-endpoint={} trace-sampling-ratio={}",
       myop::kVersion, config->server, config->context_name.empty() ? "(in-cluster)" : config->context_name,
       options.namespaces.empty() ? "(all)" : options.namespaces_flag, operator_namespace,
       options.leader_elect, options.sharding, options.max_concurrent_reconciles, options.qps, options.burst,
       options.resync_period.count(), options.orphan_sweep_period.count(), options.config_map,
       options.metrics_bind_address, options.metrics_secure, metrics_certificate(options),
-      options.health_probe_bind_address);
+      options.health_probe_bind_address,
+      options.otlp_endpoint.empty() ? "(tracing off)" : options.otlp_endpoint, options.trace_sampling_ratio);
 
   if (auto problem = myresource::preflight(*client, options.namespaces)) return failure(*problem);
 
@@ -116,6 +137,7 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
   manager.metrics_bind_address = options.metrics_bind_address;
   manager.health_probe_bind_address = options.health_probe_bind_address;
   manager.registry = registry;
+  manager.tracer = make_tracer(options, *registry);
   if (options.metrics_secure) {
     manager.metrics_secure = true;
     manager.metrics_cert_dir = options.metrics_cert_dir;

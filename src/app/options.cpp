@@ -8,6 +8,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "trace/otlp_http_exporter.h"
 #include "version.h"
 
 namespace myop::app {
@@ -110,6 +111,12 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       "first "
       "pass runs 30 s after start, or after one period when that is shorter");
   add("config-map", options.config_map, "Feature-flag ConfigMap in the operator's namespace");
+  add("otlp-endpoint", options.otlp_endpoint,
+      "OpenTelemetry collector to send reconcile traces to over OTLP/HTTP (JSON), e.g. "
+      "http://otel-collector:4318 (/v1/traces is appended); empty: tracing off");
+  add("trace-sampling-ratio", options.trace_sampling_ratio,
+      "Share of reconcile traces recorded, from 0 to 1, decided on the trace id (with --otlp-endpoint)")
+      ->check(CLI::Range(0.0, 1.0));
   add("log-level", options.log_level, "trace|debug|info|warn|error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   add("log-format", options.log_format, "json|text")->check(CLI::IsMember({"json", "text"}));
@@ -129,6 +136,11 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
     if (!options.metrics_secure && !options.metrics_cert_dir.empty()) {
       throw CLI::ValidationError("--metrics-cert-dir",
                                  "needs --metrics-secure (metrics are plain HTTP without it)");
+    }
+    if (!options.otlp_endpoint.empty() && !trace::otlp_traces_url(options.otlp_endpoint)) {
+      throw CLI::ValidationError("--otlp-endpoint", "'" + options.otlp_endpoint +
+                                                        "' is not an http:// or https:// URL with a host, "
+                                                        "such as http://otel-collector:4318");
     }
     const auto duration = [](const std::string& flag, const std::string& text) {
       try {

@@ -34,6 +34,12 @@ struct Options {
   std::chrono::seconds resync_period = std::chrono::hours(10);
   std::chrono::seconds orphan_sweep_period = std::chrono::minutes(5);
   std::string config_map = "my-operator-config";
+  // OTLP/HTTP collector, e.g. http://otel-collector:4318; empty: tracing off (no spans, no exporter).
+  std::string otlp_endpoint;
+  // Share of reconcile traces recorded, decided on the trace id (OpenTelemetry's TraceIdRatioBased).
+  // 1 as the OpenTelemetry SDKs' default sampler: tracing is opt-in through the endpoint, one trace
+  // per reconcile is a few spans, and the bounded queue drops rather than slows when it is too many.
+  double trace_sampling_ratio = 1.0;
   std::string log_level = "info";
   std::string log_format = "json";
 };

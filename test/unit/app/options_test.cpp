@@ -1,0 +1,38 @@
+#include "app/options.h"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+#include <vector>
+
+using namespace myop::app;
+
+namespace {
+
+std::variant<Options, int> parse(std::vector<std::string> arguments) {
+  arguments.insert(arguments.begin(), "my-operator");
+  std::vector<char*> argv;
+  argv.reserve(arguments.size());
+  for (auto& argument : arguments) argv.push_back(argument.data());
+  return parse_options(static_cast<int>(argv.size()), argv.data());
+}
+
+}  // namespace
+
+TEST_CASE("tracing flags: off by default, an endpoint and a ratio from 0 to 1", "[app][options][trace]") {
+  const auto defaults = parse({});
+  REQUIRE(std::holds_alternative<Options>(defaults));
+  CHECK(std::get<Options>(defaults).otlp_endpoint.empty());
+  CHECK(std::get<Options>(defaults).trace_sampling_ratio == 1.0);
+
+  const auto set = parse({"--otlp-endpoint", "http://otel-collector:4318", "--trace-sampling-ratio", "0.1"});
+  REQUIRE(std::holds_alternative<Options>(set));
+  CHECK(std::get<Options>(set).otlp_endpoint == "http://otel-collector:4318");
+  CHECK(std::get<Options>(set).trace_sampling_ratio == 0.1);
+
+  // Refused with a message on stderr and a non-zero exit code.
+  CHECK(std::get<int>(parse({"--trace-sampling-ratio", "1.5"})) != 0);
+  CHECK(std::get<int>(parse({"--trace-sampling-ratio", "-0.1"})) != 0);
+  CHECK(std::get<int>(parse({"--otlp-endpoint", "otel-collector:4318"})) != 0);
+  CHECK(std::get<int>(parse({"--otlp-endpoint", "grpc://otel-collector:4317"})) != 0);
+}
