@@ -1,0 +1,135 @@
+// Jaeger (hack/tools/jaeger, cmd/jaeger: an OpenTelemetry collector with an OTLP/HTTP receiver,
+// in-memory trace storage and Jaeger's query API) as a process of the test, on 127.0.0.1 ports of
+// its own, for the tracing tests: the operator sends spans to otlp_endpoint(), the test reads them
+// back through GET /api/traces.
+#pragma once
+
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "myresource/operator_process.h"
+#include "support/testenv.h"
+
+namespace myop::testing {
+
+// A port the kernel handed out and took back: free for the next bind, as operator_process.cpp's.
+inline unsigned short unused_port() {
+  const int socket_fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(socket_fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
+  socklen_t length = sizeof address;
+  ::getsockname(socket_fd, reinterpret_cast<sockaddr*>(&address), &length);
+  ::close(socket_fd);
+  return ntohs(address.sin_port);
+}
+
+class JaegerProcess {
+ public:
+  JaegerProcess() {
+    const auto bin_dir =
+        testenv::run(testenv::source_dir() + "/hack/build-tools.sh --print-bin-dir jaeger 2>/dev/null");
+    if (!bin_dir.ok()) FAIL("hack/build-tools.sh --print-bin-dir jaeger failed: " << bin_dir.output);
+    std::string binary = bin_dir.output;
+    while (!binary.empty() && std::isspace(static_cast<unsigned char>(binary.back()))) binary.pop_back();
+    binary += "/jaeger";
+
+    char folder_template[] = "/tmp/myop-jaeger-XXXXXX";
+    if (::mkdtemp(folder_template) == nullptr) FAIL("cannot make a folder for Jaeger");
+    folder_ = folder_template;
+    otlp_port_ = unused_port();
+    query_port_ = unused_port();
+    const unsigned short query_grpc_port = unused_port();
+    const std::string config_path = folder_ + "/config.yaml";
+    std::ofstream(config_path) << "service:\n"
+                                  "  extensions: [jaeger_storage, jaeger_query]\n"
+                                  "  pipelines:\n"
+                                  "    traces:\n"
+                                  "      receivers: [otlp]\n"
+                                  "      exporters: [jaeger_storage_exporter]\n"
+                                  "  telemetry:\n"
+                                  "    metrics:\n"
+                                  "      level: none\n"
+                                  "    logs:\n"
+                                  "      level: warn\n"
+                                  "extensions:\n"
+                                  "  jaeger_query:\n"
+                                  "    enable_tracing: false\n"
+                                  "    storage:\n"
+                                  "      traces: memory\n"
+                                  "    http:\n"
+                                  "      endpoint: 127.0.0.1:"
+                               << query_port_ << "\n    grpc:\n      endpoint: 127.0.0.1:" << query_grpc_port
+                               << "\n"
+                                  "  jaeger_storage:\n"
+                                  "    backends:\n"
+                                  "      memory:\n"
+                                  "        memory:\n"
+                                  "          max_traces: 100000\n"
+                                  "receivers:\n"
+                                  "  otlp:\n"
+                                  "    protocols:\n"
+                                  "      http:\n"
+                                  "        endpoint: 127.0.0.1:"
+                               << otlp_port_
+                               << "\n"
+                                  "exporters:\n"
+                                  "  jaeger_storage_exporter:\n"
+                                  "    trace_storage: memory\n";
+    log_path_ = folder_ + "/jaeger.log";
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::setpgid(0, 0);
+      const std::string config_flag = "--config=" + config_path;
+      if (std::freopen(log_path_.c_str(), "w", stdout) == nullptr) ::_exit(126);
+      ::dup2(STDOUT_FILENO, STDERR_FILENO);
+      ::execl(binary.c_str(), binary.c_str(), config_flag.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    const bool ready = eventually(
+        [&] { return testenv::run("curl -sf -o /dev/null " + query_url() + "/api/services").ok(); },
+        std::chrono::seconds(60));
+    if (!ready) FAIL("Jaeger did not answer on " << query_url() << ":\n" << log());
+  }
+
+  ~JaegerProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGTERM);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+    }
+    testenv::run("rm -rf '" + folder_ + "'");
+  }
+  JaegerProcess(const JaegerProcess&) = delete;
+  JaegerProcess& operator=(const JaegerProcess&) = delete;
+
+  // What the operator's --otlp-endpoint names.
+  std::string otlp_endpoint() const { return "http://127.0.0.1:" + std::to_string(otlp_port_); }
+  std::string query_url() const { return "http://127.0.0.1:" + std::to_string(query_port_); }
+  // GET <query>/<path_and_query>; "" when it fails.
+  std::string get(const std::string& path_and_query) const {
+    const auto result = testenv::run("curl -sf '" + query_url() + path_and_query + "'");
+    return result.ok() ? result.output : std::string();
+  }
+  std::string log() const { return testenv::run("tail -n 40 '" + log_path_ + "'").output; }
+
+ private:
+  std::string folder_;
+  std::string log_path_;
+  unsigned short otlp_port_ = 0;
+  unsigned short query_port_ = 0;
+  pid_t pid_ = -1;
+};
+
+}  // namespace myop::testing
