@@ -56,7 +56,7 @@ struct ControllerOptions {
   // Reconcile deadlines, the shutdown grace period and the work queue run on it.
   std::shared_ptr<const base::Clock> clock = base::system_clock();
   // Null: tracing off.
-  std::shared_ptr<trace::Tracer> tracer;
+  std::shared_ptr<trace::Tracer> tracer{};
 };
 
 class Controller {

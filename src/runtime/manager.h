@@ -82,7 +82,7 @@ struct ManagerOptions {
   // The cache sync timeout runs on it.
   std::shared_ptr<const base::Clock> clock = base::system_clock();
   // Null: tracing off. Set: every controller built on this manager traces its reconciles.
-  std::shared_ptr<trace::Tracer> tracer;
+  std::shared_ptr<trace::Tracer> tracer{};
 };
 
 // A named check; returns an error text when failing.

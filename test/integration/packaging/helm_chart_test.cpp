@@ -36,6 +36,7 @@ std::string all_features_values(const std::string& tenant) {
          "      nodeSelectorTerms: [{matchExpressions: [{key: kubernetes.io/arch, operator: In, values: "
          "[amd64, arm64]}]}]\n"
          "extraEnv: [{name: MYOP_LOG_LEVEL, value: debug}]\n"
+         "tracing: {otlpEndpoint: \"http://otel-collector.observability:4318\", samplingRatio: 0.25}\n"
          "tenants:\n"
          "  - name: " +
          tenant +
@@ -111,7 +112,8 @@ TEST_CASE("packaging: values.schema.json refuses values the operator cannot run 
   for (const std::string& bad :
        {std::string("--set image.tag=latest"), std::string("--set image.digest=sha256:abc"),
         std::string("--set featureFlags.orphanPolicy=destroy"), std::string("--set logging.format=xml"),
-        std::string("--set replicaCount=-1"),
+        std::string("--set replicaCount=-1"), std::string("--set tracing.samplingRatio=1.5"),
+        std::string("--set tracing.otlpEndpoint=otel-collector:4318"),
         std::string("--set tenants[0].name=Team_A --set tenants[0].group=g"),
         std::string("--set unknownKey=1")}) {
     const auto result =
@@ -125,6 +127,18 @@ TEST_CASE("packaging: values.schema.json refuses values the operator cannot run 
   INFO(no_leader.output);
   CHECK_FALSE(no_leader.ok());
   CHECK(no_leader.output.find("needs leaderElection.enabled") != std::string::npos);
+}
+
+TEST_CASE("packaging: tracing values render --otlp-endpoint and --trace-sampling-ratio, and none by default",
+          "[packaging][helm][trace]") {
+  const std::string defaults = helm_template("-n my-operator-system");
+  CHECK(defaults.find("--otlp-endpoint") == std::string::npos);
+  CHECK(defaults.find("--trace-sampling-ratio") == std::string::npos);
+  // --set keeps a decimal as a string: the schema takes it, the flag reads it.
+  const std::string traced = helm_template(
+      "-n my-operator-system --set tracing.otlpEndpoint=http://otel:4318 --set tracing.samplingRatio=0.25");
+  CHECK(traced.find("- --otlp-endpoint=http://otel:4318\n") != std::string::npos);
+  CHECK(traced.find("- --trace-sampling-ratio=0.25\n") != std::string::npos);
 }
 
 TEST_CASE("packaging: the API server accepts the chart rendered with the default values",
