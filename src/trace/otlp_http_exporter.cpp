@@ -3,6 +3,7 @@
 // cpprestsdk's U() macro breaks fmt's templates (spdlog) that come after it; we do not use it.
 #define _TURN_OFF_PLATFORM_STRING  // NOLINT(bugprone-reserved-identifier)
 #include <cpprest/http_client.h>
+#include <pplx/threadpool.h>
 #include <spdlog/spdlog.h>
 
 #include <mutex>
@@ -95,6 +96,16 @@ std::shared_ptr<SpanExporter> make_otlp_http_exporter(OtlpHttpOptions options) {
   if (!url)
     throw std::invalid_argument("'" + options.endpoint +
                                 "' is not an OTLP/HTTP endpoint such as http://otel-collector:4318");
+  // cpprestsdk's shared pool (nothing else in the process uses it) would start 40 threads on first
+  // use; one export at a time needs two. It can be sized only before that first use, hence once.
+  static std::once_flag pool_sized;
+  std::call_once(pool_sized, [] {
+    try {
+      crossplat::threadpool::initialize_with_threads(2);
+    } catch (const std::exception&) {
+      // Already started by someone else: its size stands.
+    }
+  });
   return std::make_shared<OtlpHttpExporter>(*url, std::move(options));
 }
 
