@@ -19,7 +19,12 @@ class OtlpHttpExporter final : public SpanExporter {
 
   ExportResult export_spans(const std::vector<SpanData>& spans) override {
     web::http::http_request request(web::http::methods::POST);
-    request.set_body(encode_otlp_json(spans, options_.resource), "application/json");
+    // As bytes: set_body(std::string) reads the string through a streambuf<char> cast to
+    // streambuf<unsigned char> inside cpprestsdk, which UBSan reports (vptr); a byte vector is read as
+    // what it is.
+    const std::string body = encode_otlp_json(spans, options_.resource);
+    request.headers().set_content_type("application/json");
+    request.set_body(std::vector<unsigned char>(body.begin(), body.end()));
     pplx::cancellation_token token = pplx::cancellation_token::none();
     {
       std::lock_guard lock(mutex_);
