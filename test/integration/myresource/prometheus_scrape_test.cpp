@@ -267,8 +267,9 @@ std::string describe(const QueryResult& result) {
 }  // namespace
 
 TEST_CASE(
-    "prometheus: a real Prometheus scrapes --metrics-secure as the ServiceMonitor says (token, verified CA); "
-    "every expression of the Grafana dashboard has data",
+    "prometheus: a real Prometheus scrapes --metrics-secure as the ServiceMonitor says (token and verified "
+    "CA) "
+    "and every expression of the Grafana dashboard has data",
     "[myresource][operator][metrics][prometheus]") {
   const auto started = std::chrono::steady_clock::now();
   testenv::ScopedNamespace ns("prom-scrape");

@@ -59,7 +59,7 @@ SpanData a_span() {
 
 }  // namespace
 
-TEST_CASE("OTLP/HTTP endpoint: /v1/traces appended to a base URL; not a URL is refused", "[trace][otlp]") {
+TEST_CASE("OTLP/HTTP endpoint: /v1/traces appended to a base URL and not a URL is refused", "[trace][otlp]") {
   CHECK(otlp_traces_url("http://collector:4318") == "http://collector:4318/v1/traces");
   CHECK(otlp_traces_url("http://collector:4318/") == "http://collector:4318/v1/traces");
   CHECK(otlp_traces_url("https://collector.example/otlp") == "https://collector.example/otlp/v1/traces");
