@@ -4,36 +4,19 @@
 // back through GET /api/traces.
 #pragma once
 
-#include <netinet/in.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <catch2/catch.hpp>
 
 #include <cctype>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <string>
 
 #include "myresource/operator_process.h"
+#include "support/child_process.h"
 #include "support/testenv.h"
 
 namespace myop::testing {
-
-// A port the kernel handed out and took back: free for the next bind, as operator_process.cpp's.
-inline unsigned short unused_port() {
-  const int socket_fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(socket_fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(socket_fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(socket_fd);
-  return ntohs(address.sin_port);
-}
 
 class JaegerProcess {
  public:
@@ -48,9 +31,9 @@ class JaegerProcess {
     char folder_template[] = "/tmp/myop-jaeger-XXXXXX";
     if (::mkdtemp(folder_template) == nullptr) FAIL("cannot make a folder for Jaeger");
     folder_ = folder_template;
-    otlp_port_ = unused_port();
-    query_port_ = unused_port();
-    const unsigned short query_grpc_port = unused_port();
+    otlp_port_ = free_port();
+    query_port_ = free_port();
+    const unsigned short query_grpc_port = free_port();
     const std::string config_path = folder_ + "/config.yaml";
     std::ofstream(config_path) << "service:\n"
                                   "  extensions: [jaeger_storage, jaeger_query]\n"
@@ -88,15 +71,7 @@ class JaegerProcess {
                                   "  jaeger_storage_exporter:\n"
                                   "    trace_storage: memory\n";
     log_path_ = folder_ + "/jaeger.log";
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      ::setpgid(0, 0);
-      const std::string config_flag = "--config=" + config_path;
-      if (std::freopen(log_path_.c_str(), "w", stdout) == nullptr) ::_exit(126);
-      ::dup2(STDOUT_FILENO, STDERR_FILENO);
-      ::execl(binary.c_str(), binary.c_str(), config_flag.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
+    process_.start({binary, "--config=" + config_path}, log_path_);
     const bool ready = eventually(
         [&] { return testenv::run("curl -sf -o /dev/null " + query_url() + "/api/services").ok(); },
         std::chrono::seconds(60));
@@ -104,11 +79,7 @@ class JaegerProcess {
   }
 
   ~JaegerProcess() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGTERM);
-      int status = 0;
-      ::waitpid(pid_, &status, 0);
-    }
+    process_.stop(std::chrono::seconds(10));
     testenv::run("rm -rf '" + folder_ + "'");
   }
   JaegerProcess(const JaegerProcess&) = delete;
@@ -122,14 +93,14 @@ class JaegerProcess {
     const auto result = testenv::run("curl -sf '" + query_url() + path_and_query + "'");
     return result.ok() ? result.output : std::string();
   }
-  std::string log() const { return testenv::run("tail -n 40 '" + log_path_ + "'").output; }
+  std::string log() const { return log_tail(log_path_, 40); }
 
  private:
   std::string folder_;
   std::string log_path_;
   unsigned short otlp_port_ = 0;
   unsigned short query_port_ = 0;
-  pid_t pid_ = -1;
+  ChildProcess process_;
 };
 
 }  // namespace myop::testing

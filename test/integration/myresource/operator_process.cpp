@@ -4,15 +4,11 @@
 
 #include <netinet/in.h>
 #include <rapidjson/document.h>
-#include <signal.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <fcntl.h>
 #include <cstdio>
 #include <cstdlib>
-#include <deque>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -134,7 +130,6 @@ OperatorProcess::~OperatorProcess() {
 }
 
 void OperatorProcess::start() {
-  REQUIRE(pid_ < 0);
   probe_port_ = free_port();
   metrics_port_ = free_port();
   std::vector<std::string> arguments = {
@@ -157,24 +152,9 @@ void OperatorProcess::start() {
   arguments.insert(arguments.end(), options_.extra_args.begin(), options_.extra_args.end());
   arguments.insert(arguments.begin(), options_.command_prefix.begin(), options_.command_prefix.end());
 
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    ::setsid();
-    int log = ::open(log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    int null = ::open("/dev/null", O_RDONLY);
-    if (log < 0 || null < 0) ::_exit(127);
-    ::dup2(null, 0);
-    ::dup2(log, 1);
-    ::dup2(log, 2);
-    if (!options_.pod_namespace.empty()) ::setenv("POD_NAMESPACE", options_.pod_namespace.c_str(), 1);
-    std::vector<char*> argv;
-    for (auto& argument : arguments) argv.push_back(argument.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  pid_ = child;
+  std::vector<std::pair<std::string, std::string>> environment;
+  if (!options_.pod_namespace.empty()) environment.emplace_back("POD_NAMESPACE", options_.pod_namespace);
+  process_.start(std::move(arguments), log_path_, environment);
   const std::string probe =
       "curl -sf -o /dev/null http://127.0.0.1:" + std::to_string(probe_port_) + "/readyz";
   const bool ready = eventually(
@@ -187,40 +167,18 @@ void OperatorProcess::start() {
   if (!ready) FAIL("my-operator not ready after 60 s; its log:\n" << log_tail());
 }
 
-bool OperatorProcess::running() {
-  if (pid_ < 0) return false;
-  int status = 0;
-  if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-    pid_ = -1;
-    return false;
-  }
-  return true;
-}
+bool OperatorProcess::running() { return process_.running(); }
 
+// The whole process group (the child called setsid): a command_prefix such as strace blocks fatal
+// signals and exits when the operator does.
 void OperatorProcess::stop() {
-  if (!running()) return;
-  // The whole process group (the child called setsid): a command_prefix such as strace blocks
-  // fatal signals and exits when the operator does.
-  ::kill(-pid_, SIGTERM);
-  for (int attempt = 0; attempt < 300; ++attempt) {
-    if (!running()) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  WARN("my-operator still running 30 s after SIGTERM; killing it");
-  kill();
+  if (!process_.stop(std::chrono::seconds(30)))
+    WARN("my-operator was still running 30 s after SIGTERM; killed it");
 }
 
-void OperatorProcess::kill() {
-  if (!running()) return;
-  ::kill(-pid_, SIGKILL);
-  int status = 0;
-  ::waitpid(pid_, &status, 0);
-  pid_ = -1;
-}
+void OperatorProcess::kill() { process_.kill(); }
 
-void OperatorProcess::signal(int signal) {
-  if (pid_ > 0) ::kill(-pid_, signal);
-}
+void OperatorProcess::signal(int signal) { process_.signal(signal); }
 
 std::string OperatorProcess::metrics() const {
   auto result = testenv::run("curl -sf http://127.0.0.1:" + std::to_string(metrics_port_) + "/metrics");
@@ -238,18 +196,7 @@ double OperatorProcess::metric(const std::string& sample) const {
   return -1;
 }
 
-std::string OperatorProcess::log_tail(std::size_t lines) const {
-  std::ifstream file(log_path_);
-  std::deque<std::string> last;
-  std::string line;
-  while (std::getline(file, line)) {
-    last.push_back(line);
-    if (last.size() > lines) last.pop_front();
-  }
-  std::string text;
-  for (const auto& kept : last) text += kept + "\n";
-  return text;
-}
+std::string OperatorProcess::log_tail(std::size_t lines) const { return testing::log_tail(log_path_, lines); }
 
 std::string AuditEntry::describe() const {
   return verb + " " + resource + (subresource.empty() ? "" : "/" + subresource) + " " + namespace_ + "/" +

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "support/child_process.h"
+
 namespace myop::testing {
 
 struct OperatorOptions {
@@ -69,7 +71,7 @@ class OperatorProcess {
   OperatorOptions options_;
   std::string kubeconfig_;
   std::string log_path_;
-  pid_t pid_ = -1;
+  ChildProcess process_;
   unsigned short probe_port_ = 0;
   unsigned short metrics_port_ = 0;
   std::vector<std::string> extra_bindings_;

@@ -2,18 +2,12 @@
 
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
 #include <rapidjson/document.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
-#include <deque>
 #include <fstream>
-#include <thread>
 
 #include "myresource/operator_process.h"
 #include "support/testenv.h"
@@ -78,7 +72,7 @@ PrometheusProcess::~PrometheusProcess() {
 }
 
 void PrometheusProcess::start(const std::string& configuration) {
-  REQUIRE(pid_ < 0);
+  REQUIRE(!running());
   if (!std::filesystem::exists(kPrometheusBinary))
     FAIL(kPrometheusBinary << " is missing (Debian package prometheus: run hack/install-deps.sh)");
   const auto config_path = folder_ / "prometheus.yml";
@@ -97,23 +91,7 @@ void PrometheusProcess::start(const std::string& configuration) {
       "--web.console.libraries=" + (folder_ / "console_libraries").string(),
   };
   const std::string log_path = (folder_ / "prometheus.log").string();
-  const pid_t child = ::fork();
-  REQUIRE(child >= 0);
-  if (child == 0) {
-    ::setsid();
-    int log = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    int null = ::open("/dev/null", O_RDONLY);
-    if (log < 0 || null < 0) ::_exit(127);
-    ::dup2(null, 0);
-    ::dup2(log, 1);
-    ::dup2(log, 2);
-    std::vector<char*> argv;
-    for (auto& argument : arguments) argv.push_back(argument.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  pid_ = child;
+  process_.start(std::move(arguments), log_path);
   const std::string probe = "curl -sf -o /dev/null http://127.0.0.1:" + std::to_string(port_) + "/-/ready";
   const bool ready =
       eventually([&] { return !running() || testenv::run(probe).ok(); }, std::chrono::seconds(30));
@@ -121,28 +99,11 @@ void PrometheusProcess::start(const std::string& configuration) {
   if (!ready) FAIL("prometheus not ready after 30 s; its log:\n" << log_tail());
 }
 
-bool PrometheusProcess::running() {
-  if (pid_ < 0) return false;
-  int status = 0;
-  if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-    pid_ = -1;
-    return false;
-  }
-  return true;
-}
+bool PrometheusProcess::running() { return process_.running(); }
 
 void PrometheusProcess::stop() {
-  if (!running()) return;
-  ::kill(-pid_, SIGTERM);
-  for (int attempt = 0; attempt < 200; ++attempt) {
-    if (!running()) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  WARN("prometheus still running 20 s after SIGTERM; killing it");
-  ::kill(-pid_, SIGKILL);
-  int status = 0;
-  ::waitpid(pid_, &status, 0);
-  pid_ = -1;
+  if (!process_.stop(std::chrono::seconds(20)))
+    WARN("prometheus was still running 20 s after SIGTERM; killed it");
 }
 
 std::string PrometheusProcess::get(const std::string& path) const {
@@ -204,16 +165,7 @@ QueryResult PrometheusProcess::post_query(const std::string& path,
 }
 
 std::string PrometheusProcess::log_tail(std::size_t lines) const {
-  std::ifstream file(folder_ / "prometheus.log");
-  std::deque<std::string> last;
-  std::string line;
-  while (std::getline(file, line)) {
-    last.push_back(line);
-    if (last.size() > lines) last.pop_front();
-  }
-  std::string text;
-  for (const auto& kept : last) text += kept + "\n";
-  return text;
+  return testing::log_tail((folder_ / "prometheus.log").string(), lines);
 }
 
 }  // namespace myop::testing

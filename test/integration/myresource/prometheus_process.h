@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "support/child_process.h"
+
 namespace myop::testing {
 
 // One series of a query's answer: its labels as text ({a="b", ...}) and its values (NaN kept).
@@ -56,7 +58,7 @@ class PrometheusProcess {
   QueryResult post_query(const std::string& path, const std::vector<std::string>& form) const;
 
   std::filesystem::path folder_;
-  pid_t pid_ = -1;
+  ChildProcess process_;
   unsigned short port_ = 0;
 };
 

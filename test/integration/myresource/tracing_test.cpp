@@ -178,7 +178,7 @@ TEST_CASE("tracing: with the collector down, reconciles complete and the lost sp
   FinalizerRelease release(ns.name());
   OperatorOptions options = operator_options("myop-trace-down", {ns.name()}, ns.name());
   // Nothing listens there: every export is refused.
-  options.extra_args = {"--otlp-endpoint", "http://127.0.0.1:" + std::to_string(unused_port()),
+  options.extra_args = {"--otlp-endpoint", "http://127.0.0.1:" + std::to_string(free_port()),
                         "--trace-sampling-ratio", "1"};
   OperatorProcess operator_process(options);
   operator_process.start();
