@@ -6,7 +6,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
@@ -21,12 +20,7 @@ namespace myop::testing {
 class JaegerProcess {
  public:
   JaegerProcess() {
-    const auto bin_dir =
-        testenv::run(testenv::source_dir() + "/hack/build-tools.sh --print-bin-dir jaeger 2>/dev/null");
-    if (!bin_dir.ok()) FAIL("hack/build-tools.sh --print-bin-dir jaeger failed: " << bin_dir.output);
-    std::string binary = bin_dir.output;
-    while (!binary.empty() && std::isspace(static_cast<unsigned char>(binary.back()))) binary.pop_back();
-    binary += "/jaeger";
+    const std::string binary = testenv::tool_binary("jaeger", "jaeger");
 
     char folder_template[] = "/tmp/myop-jaeger-XXXXXX";
     if (::mkdtemp(folder_template) == nullptr) FAIL("cannot make a folder for Jaeger");

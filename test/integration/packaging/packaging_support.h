@@ -29,13 +29,7 @@ inline std::string trimmed(std::string text) {
 
 // The helm binary pinned by hack/tools (built by hack/build-tools.sh on first use).
 inline std::string helm_binary() {
-  static const std::string binary = [] {
-    const auto result =
-        testenv::run(testenv::source_dir() + "/hack/build-tools.sh --print-bin-dir helm 2>/dev/null");
-    if (!result.ok()) return std::string();
-    return trimmed(result.output) + "/helm";
-  }();
-  if (binary.empty()) FAIL("hack/build-tools.sh --print-bin-dir helm failed");
+  static const std::string binary = testenv::tool_binary("helm", "helm");
   return binary;
 }
 

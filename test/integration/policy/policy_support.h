@@ -40,12 +40,7 @@ inline std::string pinned_version(const std::string& variable) {
 
 // The opa binary pinned by hack/tools/opa (built by hack/build-tools.sh on first use).
 inline std::string opa_binary() {
-  static const std::string binary = [] {
-    const auto result =
-        testenv::run(testenv::source_dir() + "/hack/build-tools.sh --print-bin-dir opa 2>/dev/null");
-    return result.ok() ? trimmed(result.output) + "/opa" : std::string();
-  }();
-  if (binary.empty()) FAIL("hack/build-tools.sh --print-bin-dir opa failed");
+  static const std::string binary = testenv::tool_binary("opa", "opa");
   return binary;
 }
 

@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <array>
 #include <atomic>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -171,5 +172,14 @@ std::string audit_log_path() { return state_dir() + "/audit.log"; }
 
 std::string source_dir() { return MYOP_SOURCE_DIR; }
 std::string binary_dir() { return MYOP_BINARY_DIR; }
+
+std::string tool_binary(const std::string& tool, const std::string& program) {
+  const auto result = run(source_dir() + "/hack/build-tools.sh --print-bin-dir " + tool);
+  if (!result.ok()) FAIL("hack/build-tools.sh --print-bin-dir " << tool << " failed:\n" << result.output);
+  // The folder is the last line: progress of a first build comes before it.
+  std::string output = result.output;
+  while (!output.empty() && std::isspace(static_cast<unsigned char>(output.back()))) output.pop_back();
+  return output.substr(output.find_last_of('\n') + 1) + "/" + program;
+}
 
 }  // namespace myop::testenv

@@ -86,4 +86,8 @@ std::string audit_log_path();
 std::string source_dir();
 std::string binary_dir();
 
+// The path of `program` of a Go tool pinned by hack/tools (`tool` as hack/build-tools.sh names it),
+// built on first use; FAILs with the script's output when it cannot be built.
+std::string tool_binary(const std::string& tool, const std::string& program);
+
 }  // namespace myop::testenv
