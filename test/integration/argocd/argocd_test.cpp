@@ -116,6 +116,8 @@ TEST_CASE("argocd: five minutes of operator activity leave the Applications Sync
   std::map<std::string, std::string> first_operation;
   for (const auto& application : applications)
     first_operation[application] = application_field(application, "{.status.operationState.startedAt}");
+  // Two witnesses: a self-heal can undo a diff between two samples, so OutOfSync alone may miss
+  // it; the sync operation it starts (operationState.startedAt) is never missed.
   std::map<std::string, int> out_of_sync_samples;
   std::map<std::string, std::set<std::string>> operations;
   std::set<std::string> versions_seen;  // of the MyResource: only the operator's status writes change it
