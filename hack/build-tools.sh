@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Builds the pinned Go test tools (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok, helm, chainsaw, opa, syft, jaeger) into .cache/tools/<tool>-<version>-<key>/.
+# kube-scheduler, kwok, helm, chainsaw, opa, syft, jaeger, argocd) into .cache/tools/<tool>-<version>-<key>/.
 #
 # The key is a hash of the tool's module files (go.mod, go.sum, sources) and the
-# Go version, so a tool is rebuilt only when its pin changes. Prints nothing but
+# Go version (the tool's own toolchain, see tool_toolchain), so a tool is rebuilt only when its
+# pin changes. Prints nothing but
 # progress on stderr; `hack/build-tools.sh --print-bin-dir TOOL` prints the
 # folder holding TOOL's binaries (building it first if needed).
 #
@@ -14,7 +15,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 tools_dir="$repo/hack/tools"
 source "$tools_dir/versions.env"
 cache_root="${MYOP_TOOLS_CACHE:-$repo/.cache/tools}"
-all_tools=(etcd kubernetes kwok helm chainsaw opa syft jaeger)
+all_tools=(etcd kubernetes kwok helm chainsaw opa syft jaeger argocd)
 
 export CGO_ENABLED=0
 export GOFLAGS="${GOFLAGS:--mod=mod} -trimpath"
@@ -29,13 +30,23 @@ tool_version() {
     opa) echo "$OPA_VERSION" ;;
     syft) echo "$SYFT_VERSION" ;;
     jaeger) echo "$JAEGER_VERSION" ;;
+    argocd) echo "$ARGOCD_VERSION" ;;
     *) echo "build-tools: unknown tool '$1' (known: ${all_tools[*]})" >&2; return 1 ;;
+  esac
+}
+
+# The Go toolchain a tool is built with: the installed Go, except where a tool needs a newer
+# one (the go command downloads that toolchain once into the module cache).
+tool_toolchain() {
+  case "$1" in
+    argocd) echo "$ARGOCD_GOTOOLCHAIN" ;;
+    *) echo local ;;
   esac
 }
 
 tool_key() {
   local tool=$1
-  { go env GOVERSION; cat "$tools_dir/$tool"/go.mod "$tools_dir/$tool"/go.sum "$tools_dir/$tool"/*.go;
+  { GOTOOLCHAIN=$(tool_toolchain "$tool") go env GOVERSION; cat "$tools_dir/$tool"/go.mod "$tools_dir/$tool"/go.sum "$tools_dir/$tool"/*.go;
     cat "$tools_dir/$tool"/patch/* 2>/dev/null || true; } | sha256sum | cut -c1-12
 }
 
@@ -61,6 +72,8 @@ build_tool() {
   local started=$SECONDS
   (
     cd "$tools_dir/$tool"
+    export GOTOOLCHAIN
+    GOTOOLCHAIN=$(tool_toolchain "$tool")
     case "$tool" in
       etcd)
         go build -o "$bin_dir/etcd" \
@@ -111,6 +124,15 @@ build_tool() {
         go build -o "$bin_dir/syft" -ldflags "-s -w -X main.version=$version" github.com/anchore/syft/cmd/syft ;;
       jaeger)
         go build -o "$bin_dir/jaeger" -ldflags "-s -w" github.com/jaegertracing/jaeger/cmd/jaeger ;;
+      argocd)
+        # One binary for every Argo CD component; it picks the component from the name it is
+        # started under (argv[0]), so the components are symlinks to it.
+        go build -o "$bin_dir/argocd" \
+          -ldflags "-s -w -X github.com/argoproj/argo-cd/v3/common.version=${version#v}" \
+          github.com/argoproj/argo-cd/v3/cmd
+        for component in argocd-repo-server argocd-application-controller argocd-applicationset-controller; do
+          ln -s argocd "$bin_dir/$component"
+        done ;;
     esac
   )
   touch "$bin_dir/.complete"

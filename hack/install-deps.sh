@@ -7,17 +7,20 @@ packages=(
   libcpprest-dev rapidjson-dev libspdlog-dev prometheus-cpp-dev libcli11-dev catch2
   libssl-dev libyaml-cpp-dev libzstd-dev
   openssl curl python3 lua5.1 strace clang libclang-rt-14-dev clang-format-14 clang-tidy-14
-  prometheus
+  prometheus redis-server
 )
-# Debian's prometheus package enables and starts a server on :9090 where systemd runs. The tests
-# start their own (promtool and a Prometheus on a free 127.0.0.1 port with a temporary data dir),
-# so the packaged service is stopped and disabled: nothing the install starts stays running.
+# Debian's prometheus and redis-server packages enable and start a server (:9090, :6379) where
+# systemd runs. The tests start their own (on free 127.0.0.1 ports, with temporary data), so the
+# packaged services are stopped and disabled: nothing the install starts stays running.
 stop_packaged_services() {
   [ -d /run/systemd/system ] || return 0
-  systemctl is-enabled --quiet prometheus.service 2>/dev/null ||
-    systemctl is-active --quiet prometheus.service 2>/dev/null || return 0
-  echo "install-deps: stopping and disabling the packaged prometheus.service" >&2
-  "${sudo_cmd[@]}" systemctl disable --now prometheus.service
+  local service
+  for service in prometheus.service redis-server.service; do
+    systemctl is-enabled --quiet "$service" 2>/dev/null ||
+      systemctl is-active --quiet "$service" 2>/dev/null || continue
+    echo "install-deps: stopping and disabling the packaged $service" >&2
+    "${sudo_cmd[@]}" systemctl disable --now "$service"
+  done
 }
 sudo_cmd=()
 [ "$(id -u)" -eq 0 ] || sudo_cmd=(sudo)

@@ -195,8 +195,11 @@ std::map<std::string, std::string> child_selector(std::string_view myresource_na
 }
 
 kube::Object desired_stable_deployment(const MyResource& resource) {
-  return build_deployment(resource,
-                          {Track::Stable, resource.spec.image, resource.spec.replicas, std::nullopt, {}});
+  return build_deployment(resource, {Track::Stable,
+                                     resource.spec.image,
+                                     resource.spec.replicas,
+                                     resource.spec.progress_deadline_seconds,
+                                     {}});
 }
 
 kube::Object desired_canary_deployment(const MyResource& resource, const CanaryDeploymentPlan& plan) {

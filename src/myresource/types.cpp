@@ -127,6 +127,9 @@ void read_spec(const JsonValue& spec_value, Spec& spec, std::vector<std::string>
     }
   }
 
+  spec.progress_deadline_seconds =
+      read_int32(spec_value, "progressDeadlineSeconds", "spec.progressDeadlineSeconds", problems);
+
   if (const JsonValue* canary = find_member(spec_value, "canary"); canary != nullptr && !canary->IsNull()) {
     if (!canary->IsObject()) {
       problems.emplace_back("spec.canary must be an object with replicas and progressDeadlineSeconds");
@@ -234,6 +237,11 @@ std::vector<std::string> validate_spec(const Spec& spec) {
   if (spec.canary.replicas < 1 || spec.canary.replicas > kMaximumReplicas) {
     problems.push_back("spec.canary.replicas must be between 1 and 1000, not " +
                        std::to_string(spec.canary.replicas));
+  }
+  if (spec.progress_deadline_seconds && (*spec.progress_deadline_seconds < 1 ||
+                                         *spec.progress_deadline_seconds > kMaximumProgressDeadlineSeconds)) {
+    problems.push_back("spec.progressDeadlineSeconds must be between 1 and 86400, not " +
+                       std::to_string(*spec.progress_deadline_seconds));
   }
   if (spec.canary.progress_deadline_seconds < 1 ||
       spec.canary.progress_deadline_seconds > kMaximumProgressDeadlineSeconds) {

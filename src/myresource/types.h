@@ -73,6 +73,8 @@ struct Spec {
   std::vector<EnvVar> env;
   Resources resources;
   bool paused = false;
+  // The stable Deployment's progressDeadlineSeconds; unset leaves the Deployment's default (600).
+  std::optional<std::int32_t> progress_deadline_seconds;
   CanarySettings canary;
   bool operator==(const Spec&) const = default;
 };

@@ -60,6 +60,8 @@ TEST_CASE("invalid specs are refused with the CEL message", "[myresource][crd]")
       {"{image: \"a:1\", replicas: -1}", "spec.replicas must be between 0 and 1000"},
       {"{image: \"a:1\", port: 0}", "spec.port must be a TCP port between 1 and 65535"},
       {"{image: \"a:1\", canary: {replicas: 0}}", "spec.canary.replicas must be between 1 and 1000"},
+      {"{image: \"a:1\", progressDeadlineSeconds: 0}",
+       "spec.progressDeadlineSeconds must be between 1 and 86400"},
       {"{image: \"a:1\", env: [{name: 1X}]}", "spec.env[].name must consist of"},
   }));
   CAPTURE(spec);

@@ -20,11 +20,21 @@ namespace myop::packaging {
 inline constexpr const char* kPrometheusOperatorModule = "github.com/prometheus-operator/prometheus-operator";
 inline constexpr const char* kPrometheusOperatorVersion = "v0.85.0";
 inline constexpr const char* kArgoCdModule = "github.com/argoproj/argo-cd/v3";
-inline constexpr const char* kArgoCdVersion = "v3.5.7";
 
 inline std::string trimmed(std::string text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
   return text;
+}
+
+// A pin of hack/tools/versions.env (NAME=value), e.g. ARGOCD_VERSION: the Argo CD whose CRDs
+// these tests read is the one hack/build-tools.sh builds and hack/argocd-env runs.
+inline std::string pinned_version(const std::string& name) {
+  const std::string text = read_text(testenv::source_dir() + "/hack/tools/versions.env");
+  std::smatch match;
+  const std::regex line("(^|\\n)" + name + "=([^\\n]+)");
+  INFO("hack/tools/versions.env has no " << name << "= line");
+  REQUIRE(std::regex_search(text, match, line));
+  return trimmed(match[2]);
 }
 
 // The helm binary pinned by hack/tools (built by hack/build-tools.sh on first use).
@@ -63,10 +73,13 @@ inline std::string helm_template(const std::string& flags, const std::string& ch
   return result.output;
 }
 
-// The folder of a Go module version in the module cache (`go mod download`).
-inline std::string go_module_dir(const std::string& module, const std::string& version) {
-  const auto result =
-      testenv::run("cd \"$(mktemp -d)\" && GOFLAGS=-mod=mod go mod download -json " + module + "@" + version);
+// The folder of a Go module version in the module cache (`go mod download`), with the Go
+// toolchain given (GOTOOLCHAIN; "local" is the installed Go): a module that requires a newer
+// Go is not downloaded by an older one.
+inline std::string go_module_dir(const std::string& module, const std::string& version,
+                                 const std::string& toolchain = "local") {
+  const auto result = testenv::run("cd \"$(mktemp -d)\" && GOTOOLCHAIN=" + toolchain +
+                                   " GOFLAGS=-mod=mod go mod download -json " + module + "@" + version);
   std::smatch match;
   static const std::regex dir(R"re("Dir":\s*"([^"]+)")re");
   INFO("go mod download " << module << "@" << version << ": " << result.output);
@@ -99,7 +112,9 @@ inline void install_prometheus_operator_crds() {
 }
 
 inline void install_argocd_crds() {
-  const std::string folder = go_module_dir(kArgoCdModule, kArgoCdVersion) + "/manifests/crds/";
+  const std::string folder =
+      go_module_dir(kArgoCdModule, pinned_version("ARGOCD_VERSION"), pinned_version("ARGOCD_GOTOOLCHAIN")) +
+      "/manifests/crds/";
   install_crds(
       {folder + "application-crd.yaml", folder + "applicationset-crd.yaml", folder + "appproject-crd.yaml"},
       {"applications.argoproj.io", "applicationsets.argoproj.io", "appprojects.argoproj.io"});

@@ -89,6 +89,13 @@ TEST_CASE("optional fields are left out, not written empty", "[myresource][desir
   CHECK(deployment.view().find({"spec", "progressDeadlineSeconds"}) == nullptr);
 }
 
+TEST_CASE("spec.progressDeadlineSeconds becomes the stable Deployment's deadline", "[myresource][desired]") {
+  MyResource resource = make_resource();
+  resource.spec.progress_deadline_seconds = 30;
+  Object deployment = desired_stable_deployment(resource);
+  CHECK(deployment.view().find({"spec", "progressDeadlineSeconds"})->GetInt() == 30);
+}
+
 TEST_CASE("the spec hash follows the spec and only the spec", "[myresource][desired]") {
   MyResource resource = make_resource();
   std::string base =

@@ -40,12 +40,13 @@ TEST_CASE("parse_myresource reads metadata, spec and defaults", "[myresource][ty
   CHECK_FALSE(resource.spec.port);
   CHECK(resource.spec.canary.replicas == 1);
   CHECK(resource.spec.canary.progress_deadline_seconds == 600);
+  CHECK_FALSE(resource.spec.progress_deadline_seconds);
   CHECK_FALSE(resource.spec.paused);
 }
 
 TEST_CASE("parse_myresource reads every spec field and the status", "[myresource][types]") {
   auto parsed = parse(R"({"metadata":{"name":"web","deletionTimestamp":"2026-01-01T00:00:00Z"},
-    "spec":{"image":"app:1","replicas":3,"port":8080,"paused":true,
+    "spec":{"image":"app:1","replicas":3,"port":8080,"paused":true,"progressDeadlineSeconds":45,
             "env":[{"name":"A","value":"1"},{"name":"B"}],
             "resources":{"requests":{"cpu":"100m","memory":"64Mi"},"limits":{"cpu":2}},
             "canary":{"replicas":2,"progressDeadlineSeconds":30}},
@@ -59,6 +60,7 @@ TEST_CASE("parse_myresource reads every spec field and the status", "[myresource
   CHECK(resource.metadata.deletion_timestamp == "2026-01-01T00:00:00Z");
   CHECK(resource.spec.replicas == 3);
   CHECK(resource.spec.port == 8080);
+  CHECK(resource.spec.progress_deadline_seconds == 45);
   CHECK(resource.spec.paused);
   CHECK(resource.spec.env == std::vector<EnvVar>{{"A", "1"}, {"B", ""}});
   CHECK(resource.spec.resources.requests ==
@@ -100,7 +102,8 @@ TEST_CASE("an invalid spec that got past the API server is reported, field by fi
       {R"({"image":"a:1","paused":"yes"})", "spec.paused must be true or false"},
       {R"({"image":"a:1","canary":{"replicas":0}})", "spec.canary.replicas must be between 1 and 1000"},
       {R"({"image":"a:1","canary":{"progressDeadlineSeconds":0}})",
-       "progressDeadlineSeconds must be between"},
+       "spec.canary.progressDeadlineSeconds must be between"},
+      {R"({"image":"a:1","progressDeadlineSeconds":86401})", "spec.progressDeadlineSeconds must be between"},
   }));
   CAPTURE(spec);
   auto parsed = parse(with_spec(spec));
