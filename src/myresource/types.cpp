@@ -127,6 +127,15 @@ void read_spec(const JsonValue& spec_value, Spec& spec, std::vector<std::string>
     }
   }
 
+  if (const JsonValue* automount = find_member(spec_value, "automountServiceAccountToken");
+      automount != nullptr && !automount->IsNull()) {
+    if (automount->IsBool()) {
+      spec.automount_service_account_token = automount->GetBool();
+    } else {
+      problems.emplace_back("spec.automountServiceAccountToken must be true or false");
+    }
+  }
+
   if (const JsonValue* canary = find_member(spec_value, "canary"); canary != nullptr && !canary->IsNull()) {
     if (!canary->IsObject()) {
       problems.emplace_back("spec.canary must be an object with replicas and progressDeadlineSeconds");

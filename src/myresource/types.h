@@ -74,6 +74,10 @@ struct Spec {
   Resources resources;
   bool paused = false;
   CanarySettings canary;
+  // The pod's automountServiceAccountToken. Unset leaves the field off the pod template (the
+  // ServiceAccount decides; Kubernetes mounts the token), so objects written before the field
+  // existed keep their spec hash and their pods on an operator upgrade.
+  std::optional<bool> automount_service_account_token;
   bool operator==(const Spec&) const = default;
 };
 
