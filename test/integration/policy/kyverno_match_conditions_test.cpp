@@ -23,16 +23,18 @@ std::string pod(const std::string& name_space, const std::string& image) {
 
 std::string deployment(const std::string& name_space, const std::string& image) {
   return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: probe, namespace: " + name_space +
-         "}\nspec:\n  selector: {matchLabels: {app: probe}}\n  template:\n    metadata: {labels: {app: probe}}\n"
+         "}\nspec:\n  selector: {matchLabels: {app: probe}}\n  template:\n    metadata: {labels: {app: "
+         "probe}}\n"
          "    spec:\n      initContainers: [{name: init, image: \"" +
          image + "\"}]\n      containers: [{name: app, image: \"busybox:1.36\"}]\n";
 }
 
 }  // namespace
 
-TEST_CASE("policy: the Kyverno image policy's matchConditions select only the my-operator image outside "
-          "system namespaces",
-          "[policy][kyverno]") {
+TEST_CASE(
+    "policy: the Kyverno image policy's matchConditions select only the my-operator image outside "
+    "system namespaces",
+    "[policy][kyverno]") {
   const YAML::Node kyverno =
       YAML::LoadFile((policy_folder() / "kyverno" / "verify_image_signature.yaml").string());
   const YAML::Node webhook = kyverno["spec"]["webhookConfiguration"];
@@ -96,7 +98,8 @@ TEST_CASE("policy: the Kyverno image policy's matchConditions select only the my
   };
   for (const Case& example : std::vector<Case>{
            {"a Deployment whose init container is the operator's image",
-            deployment(tenant.name(), "registry.example.com/myorg/my-operator@sha256:" + std::string(64, 'a')),
+            deployment(tenant.name(),
+                       "registry.example.com/myorg/my-operator@sha256:" + std::string(64, 'a')),
             true},
            {"a Pod of another image", pod(tenant.name(), "nginxinc/nginx-unprivileged:1.27.2"), false},
            {"a Deployment of another image", deployment(tenant.name(), "busybox:1.36"), false},
