@@ -104,7 +104,7 @@ TEST_CASE("packaging: the tenants' Applications get a project of MyResources in 
   CHECK(spec["clusterResourceWhitelist"].IsSequence());
   CHECK(spec["clusterResourceWhitelist"].size() == 0);
   CHECK(whitelisted(spec["namespaceResourceWhitelist"]) == std::set<std::string>{"myorg.io/MyResource"});
-  CHECK(spec["namespaceResourceBlacklist"].IsNull());
+  CHECK_FALSE(spec["namespaceResourceBlacklist"]);
   REQUIRE(spec["sourceRepos"].size() == 1);
   CHECK(spec["sourceRepos"][0].as<std::string>() ==
         application_set["spec"]["generators"][0]["git"]["repoURL"].as<std::string>());

@@ -63,7 +63,7 @@ TEST_CASE(
   policy["spec"]["matchConstraints"]["resourceRules"].push_back(controllers);
   policy["spec"]["matchConditions"] = webhook["matchConditions"];
   YAML::Node validation;
-  validation["expression"] = "false";
+  validation["expression"] = "1 == 2";  // refuses whatever the matchConditions let through
   validation["message"] = kRefusal;
   policy["spec"]["validations"].push_back(validation);
   YAML::Node binding;

@@ -115,7 +115,7 @@ TEST_CASE("the spec hash follows the spec and only the spec", "[myresource][desi
 
 // Objects written before spec.automountServiceAccountToken existed must keep their spec hash and
 // their pod template when the operator is upgraded, or every workload would roll.
-TEST_CASE("spec.automountServiceAccountToken unset changes nothing; set, it is the pod's field",
+TEST_CASE("spec.automountServiceAccountToken unset changes nothing, and set it is the pod's field",
           "[myresource][desired]") {
   const MyResource resource = make_resource();
   const Object deployment = desired_stable_deployment(resource);
