@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the pinned Go test tools (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok, helm, chainsaw, opa, syft, jaeger, argocd) into .cache/tools/<tool>-<version>-<key>/.
+# kube-scheduler, kwok, helm, chainsaw, opa, syft, jaeger, argocd, kubeconform) into .cache/tools/<tool>-<version>-<key>/.
 #
 # The key is a hash of the tool's module files (go.mod, go.sum, sources) and the
 # Go version (the tool's own toolchain, see tool_toolchain), so a tool is rebuilt only when its
@@ -15,7 +15,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 tools_dir="$repo/hack/tools"
 source "$tools_dir/versions.env"
 cache_root="${MYOP_TOOLS_CACHE:-$repo/.cache/tools}"
-all_tools=(etcd kubernetes kwok helm chainsaw opa syft jaeger argocd)
+all_tools=(etcd kubernetes kwok helm chainsaw opa syft jaeger argocd kubeconform)
 
 export CGO_ENABLED=0
 export GOFLAGS="${GOFLAGS:--mod=mod} -trimpath"
@@ -31,6 +31,7 @@ tool_version() {
     syft) echo "$SYFT_VERSION" ;;
     jaeger) echo "$JAEGER_VERSION" ;;
     argocd) echo "$ARGOCD_VERSION" ;;
+    kubeconform) echo "$KUBECONFORM_VERSION" ;;
     *) echo "build-tools: unknown tool '$1' (known: ${all_tools[*]})" >&2; return 1 ;;
   esac
 }
@@ -133,6 +134,8 @@ build_tool() {
         for component in argocd-repo-server argocd-application-controller argocd-applicationset-controller; do
           ln -s argocd "$bin_dir/$component"
         done ;;
+      kubeconform)
+        go build -o "$bin_dir/kubeconform" -ldflags "-s -w" github.com/yannh/kubeconform/cmd/kubeconform ;;
     esac
   )
   touch "$bin_dir/.complete"

@@ -6,7 +6,7 @@ packages=(
   g++ cmake ninja-build make pkg-config ccache
   libcpprest-dev rapidjson-dev libspdlog-dev prometheus-cpp-dev libcli11-dev catch2
   libssl-dev libyaml-cpp-dev libzstd-dev
-  openssl curl python3 lua5.1 strace clang libclang-rt-14-dev clang-format-14 clang-tidy-14
+  openssl curl python3 python3-venv lua5.1 strace clang libclang-rt-14-dev clang-format-14 clang-tidy-14
   prometheus redis-server
 )
 # Debian's prometheus and redis-server packages enable and start a server (:9090, :6379) where

@@ -135,6 +135,10 @@ kube::Object build_deployment(const MyResource& resource, const DeploymentShape&
   builder.add(template_metadata, "labels", builder.string_map(labels));
   builder.add(template_value, "metadata", std::move(template_metadata));
   JsonValue pod_spec = builder.object();
+  // Only when the MyResource sets it: an absent field must not change the hash of existing objects.
+  if (resource.spec.automount_service_account_token) {
+    builder.add(pod_spec, "automountServiceAccountToken", *resource.spec.automount_service_account_token);
+  }
   builder.add(pod_spec, "securityContext", pod_security_context(builder));
   JsonValue containers = builder.array();
   builder.push(containers, container(builder, resource.spec, shape.image));

@@ -129,6 +129,14 @@ void read_spec(const JsonValue& spec_value, Spec& spec, std::vector<std::string>
 
   spec.progress_deadline_seconds =
       read_int32(spec_value, "progressDeadlineSeconds", "spec.progressDeadlineSeconds", problems);
+  if (const JsonValue* automount = find_member(spec_value, "automountServiceAccountToken");
+      automount != nullptr && !automount->IsNull()) {
+    if (automount->IsBool()) {
+      spec.automount_service_account_token = automount->GetBool();
+    } else {
+      problems.emplace_back("spec.automountServiceAccountToken must be true or false");
+    }
+  }
 
   if (const JsonValue* canary = find_member(spec_value, "canary"); canary != nullptr && !canary->IsNull()) {
     if (!canary->IsObject()) {

@@ -76,6 +76,10 @@ struct Spec {
   // The stable Deployment's progressDeadlineSeconds; unset leaves the Deployment's default (600).
   std::optional<std::int32_t> progress_deadline_seconds;
   CanarySettings canary;
+  // The pod's automountServiceAccountToken. Unset leaves the field off the pod template (the
+  // ServiceAccount decides; Kubernetes mounts the token), so objects written before the field
+  // existed keep their spec hash and their pods on an operator upgrade.
+  std::optional<bool> automount_service_account_token;
   bool operator==(const Spec&) const = default;
 };
 

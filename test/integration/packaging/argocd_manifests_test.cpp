@@ -2,6 +2,9 @@
 // the pinned Argo CD Go module), by server-side dry run with strict field validation.
 #include <catch2/catch.hpp>
 
+#include <fnmatch.h>
+#include <set>
+
 #include "packaging_support.h"
 
 using namespace myop;
@@ -15,9 +18,10 @@ TEST_CASE("packaging: config/argocd is accepted by Argo CD's CRDs", "[packaging]
                                        folder + "/root-application.yaml -f " + folder + "/argocd-cm.yaml");
   INFO(result.output);
   CHECK(result.ok());
-  for (const char* object : {"application.argoproj.io/my-operator", "applicationset.argoproj.io/myresources",
-                             "appproject.argoproj.io/my-operator", "application.argoproj.io/my-operator-root",
-                             "configmap/argocd-cm"}) {
+  for (const char* object :
+       {"application.argoproj.io/my-operator", "applicationset.argoproj.io/myresources",
+        "appproject.argoproj.io/my-operator", "appproject.argoproj.io/my-operator-tenants",
+        "application.argoproj.io/my-operator-root", "configmap/argocd-cm"}) {
     INFO(object);
     CHECK(result.output.find(object) != std::string::npos);
   }
@@ -50,4 +54,103 @@ TEST_CASE("packaging: the operator Application syncs before the MyResource Appli
   CHECK(operator_app["spec"]["syncPolicy"]["automated"]["prune"].as<bool>());
   CHECK(operator_app["spec"]["syncPolicy"]["automated"]["selfHeal"].as<bool>());
   CHECK(operator_app["spec"]["source"]["path"].as<std::string>() == "charts/my-operator");
+}
+
+namespace {
+
+const std::string kApps = "/config/argocd/apps/";
+
+YAML::Node argocd_file(const std::string& name) {
+  return YAML::LoadFile(testenv::source_dir() + kApps + name);
+}
+
+// "group/kind" of each entry of a resource whitelist.
+std::set<std::string> whitelisted(const YAML::Node& list) {
+  std::set<std::string> kinds;
+  for (const auto& entry : list)
+    kinds.insert(entry["group"].as<std::string>() + "/" + entry["kind"].as<std::string>());
+  return kinds;
+}
+
+std::string group_of(const YAML::Node& object) {
+  const std::string api_version = object["apiVersion"].as<std::string>();
+  const auto slash = api_version.find('/');
+  return slash == std::string::npos ? "" : api_version.substr(0, slash);
+}
+
+// Argo CD's destination rule: allowed by a plain entry and refused by no '!' entry (glob patterns).
+bool destination_allowed(const YAML::Node& project, const std::string& namespace_name) {
+  bool allowed = false;
+  for (const auto& destination : project["spec"]["destinations"]) {
+    const std::string pattern = destination["namespace"].as<std::string>();
+    if (!pattern.empty() && pattern[0] == '!') {
+      if (fnmatch(pattern.c_str() + 1, namespace_name.c_str(), 0) == 0) return false;
+    } else if (fnmatch(pattern.c_str(), namespace_name.c_str(), 0) == 0) {
+      allowed = true;
+    }
+  }
+  return allowed;
+}
+
+}  // namespace
+
+TEST_CASE("packaging: the tenants' Applications get a project of MyResources in team-* namespaces only",
+          "[packaging][argocd]") {
+  const YAML::Node tenants = argocd_file("tenants-project.yaml");
+  const YAML::Node application_set = argocd_file("myresources.yaml");
+  CHECK(application_set["spec"]["template"]["spec"]["project"].as<std::string>() ==
+        tenants["metadata"]["name"].as<std::string>());
+  const YAML::Node spec = tenants["spec"];
+  CHECK(spec["clusterResourceWhitelist"].IsSequence());
+  CHECK(spec["clusterResourceWhitelist"].size() == 0);
+  CHECK(whitelisted(spec["namespaceResourceWhitelist"]) == std::set<std::string>{"myorg.io/MyResource"});
+  CHECK_FALSE(spec["namespaceResourceBlacklist"]);
+  REQUIRE(spec["sourceRepos"].size() == 1);
+  CHECK(spec["sourceRepos"][0].as<std::string>() ==
+        application_set["spec"]["generators"][0]["git"]["repoURL"].as<std::string>());
+  CHECK(destination_allowed(tenants, "team-a"));
+  for (const char* forbidden : {"my-operator-system", "kube-system", "default", "argocd"}) {
+    INFO(forbidden);
+    CHECK_FALSE(destination_allowed(tenants, forbidden));
+  }
+}
+
+TEST_CASE("packaging: the operator's project allows the kinds and namespaces its chart renders, and no more",
+          "[packaging][argocd]") {
+  const YAML::Node project = argocd_file("project.yaml");
+  const YAML::Node application = argocd_file("my-operator.yaml");
+  CHECK(application["spec"]["project"].as<std::string>() == project["metadata"]["name"].as<std::string>());
+  REQUIRE(project["spec"]["sourceRepos"].size() == 1);
+  CHECK(project["spec"]["sourceRepos"][0].as<std::string>() ==
+        application["spec"]["source"]["repoURL"].as<std::string>());
+  // The Application's own values plus every toggle the chart has.
+  TemporaryFolder folder("myop-argocd-values");
+  write_text(folder.path() / "application.yaml",
+             YAML::Dump(application["spec"]["source"]["helm"]["valuesObject"]));
+  write_text(folder.path() / "more.yaml",
+             "metrics: {certSecret: metrics-tls, grafanaDashboard: {enabled: true}}\n"
+             "watchNamespaces: [team-a]\n");
+  const std::string release_namespace = application["spec"]["destination"]["namespace"].as<std::string>();
+  const auto objects = yaml_documents(helm_template(
+      "-n " + release_namespace + " -f " + shell_quote((folder.path() / "application.yaml").string()) +
+      " -f " + shell_quote((folder.path() / "more.yaml").string())));
+  REQUIRE_FALSE(objects.empty());
+  const auto cluster_kinds = whitelisted(project["spec"]["clusterResourceWhitelist"]);
+  const auto namespaced_kinds = whitelisted(project["spec"]["namespaceResourceWhitelist"]);
+  std::set<std::string> rendered_cluster_kinds, rendered_namespaced_kinds;
+  for (const auto& object : objects) {
+    const std::string kind = group_of(object) + "/" + object["kind"].as<std::string>();
+    INFO(kind << " " << object["metadata"]["name"].as<std::string>());
+    if (object["metadata"]["namespace"]) {
+      rendered_namespaced_kinds.insert(kind);
+      CHECK(namespaced_kinds.count(kind) == 1);
+      CHECK(destination_allowed(project, object["metadata"]["namespace"].as<std::string>()));
+    } else {
+      rendered_cluster_kinds.insert(kind);
+      CHECK(cluster_kinds.count(kind) == 1);
+    }
+  }
+  // Nothing whitelisted that the chart never renders.
+  CHECK(rendered_cluster_kinds == cluster_kinds);
+  CHECK(rendered_namespaced_kinds == namespaced_kinds);
 }

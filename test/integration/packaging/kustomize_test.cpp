@@ -44,7 +44,7 @@ TEST_CASE("packaging: kubectl apply -k config/default --dry-run=server is accept
        {"customresourcedefinition.apiextensions.k8s.io/myresources.myorg.io", "deployment.apps/my-operator",
         "serviceaccount/my-operator", "clusterrole.rbac.authorization.k8s.io/my-operator-manager",
         "role.rbac.authorization.k8s.io/my-operator-leader-election", "configmap/my-operator-config",
-        "service/my-operator-metrics"}) {
+        "service/my-operator-metrics", "networkpolicy.networking.k8s.io/my-operator"}) {
     INFO(object);
     CHECK(result.output.find(object) != std::string::npos);
   }

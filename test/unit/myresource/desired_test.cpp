@@ -120,6 +120,38 @@ TEST_CASE("the spec hash follows the spec and only the spec", "[myresource][desi
         base);
 }
 
+// Objects written before spec.automountServiceAccountToken existed must keep their spec hash and
+// their pod template when the operator is upgraded, or every workload would roll.
+TEST_CASE("spec.automountServiceAccountToken unset changes nothing, and set it is the pod's field",
+          "[myresource][desired]") {
+  const MyResource resource = make_resource();
+  const Object deployment = desired_stable_deployment(resource);
+  // The spec the operator wrote before the field existed, member for member, and its hash.
+  CHECK(
+      canonical(*deployment.view().find({"spec"})) ==
+      R"({"replicas":3,"selector":{"matchLabels":{"app.kubernetes.io/name":"web","myorg.io/myresource":"web",)"
+      R"("myorg.io/track":"stable"}},"template":{"metadata":{"labels":{"app.kubernetes.io/managed-by":)"
+      R"("my-operator","app.kubernetes.io/name":"web","myorg.io/myresource":"web","myorg.io/track":"stable"}},)"
+      R"("spec":{"containers":[{"image":"reg:5000/team/app:1.0","name":"app","securityContext":)"
+      R"({"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]},"runAsNonRoot":true,)"
+      R"("seccompProfile":{"type":"RuntimeDefault"}}}],"securityContext":{"runAsNonRoot":true,)"
+      R"("seccompProfile":{"type":"RuntimeDefault"}}}}})");
+  CHECK(text_at(deployment, {"metadata", "annotations", "myorg.io/spec-hash"}) == "471a6fc98d32ac21");
+
+  for (const bool mount : {false, true}) {
+    CAPTURE(mount);
+    MyResource set = resource;
+    set.spec.automount_service_account_token = mount;
+    const Object with_field = desired_stable_deployment(set);
+    const JsonValue* field =
+        with_field.view().find({"spec", "template", "spec", "automountServiceAccountToken"});
+    REQUIRE(field != nullptr);
+    REQUIRE(field->IsBool());
+    CHECK(field->GetBool() == mount);
+    CHECK(text_at(with_field, {"metadata", "annotations", "myorg.io/spec-hash"}) != "471a6fc98d32ac21");
+  }
+}
+
 TEST_CASE("the canary Deployment is a separate track with its own selector", "[myresource][desired]") {
   MyResource resource = make_resource();
   resource.spec.canary.progress_deadline_seconds = 120;

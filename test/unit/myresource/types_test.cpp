@@ -42,11 +42,13 @@ TEST_CASE("parse_myresource reads metadata, spec and defaults", "[myresource][ty
   CHECK(resource.spec.canary.progress_deadline_seconds == 600);
   CHECK_FALSE(resource.spec.progress_deadline_seconds);
   CHECK_FALSE(resource.spec.paused);
+  CHECK_FALSE(resource.spec.automount_service_account_token);  // unset, not false
 }
 
 TEST_CASE("parse_myresource reads every spec field and the status", "[myresource][types]") {
   auto parsed = parse(R"({"metadata":{"name":"web","deletionTimestamp":"2026-01-01T00:00:00Z"},
     "spec":{"image":"app:1","replicas":3,"port":8080,"paused":true,"progressDeadlineSeconds":45,
+    "automountServiceAccountToken":false,
             "env":[{"name":"A","value":"1"},{"name":"B"}],
             "resources":{"requests":{"cpu":"100m","memory":"64Mi"},"limits":{"cpu":2}},
             "canary":{"replicas":2,"progressDeadlineSeconds":30}},
@@ -62,6 +64,7 @@ TEST_CASE("parse_myresource reads every spec field and the status", "[myresource
   CHECK(resource.spec.port == 8080);
   CHECK(resource.spec.progress_deadline_seconds == 45);
   CHECK(resource.spec.paused);
+  CHECK(resource.spec.automount_service_account_token == false);
   CHECK(resource.spec.env == std::vector<EnvVar>{{"A", "1"}, {"B", ""}});
   CHECK(resource.spec.resources.requests ==
         std::map<std::string, std::string>{{"cpu", "100m"}, {"memory", "64Mi"}});
@@ -100,6 +103,8 @@ TEST_CASE("an invalid spec that got past the API server is reported, field by fi
       {R"({"image":"a:1","resources":{"limits":{"cpu":true}}})",
        "spec.resources.limits.cpu must be a quantity"},
       {R"({"image":"a:1","paused":"yes"})", "spec.paused must be true or false"},
+      {R"({"image":"a:1","automountServiceAccountToken":"no"})",
+       "spec.automountServiceAccountToken must be true or false"},
       {R"({"image":"a:1","canary":{"replicas":0}})", "spec.canary.replicas must be between 1 and 1000"},
       {R"({"image":"a:1","canary":{"progressDeadlineSeconds":0}})",
        "spec.canary.progressDeadlineSeconds must be between"},
