@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the pinned Go test tools (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok, helm, chainsaw, opa, syft, jaeger) into .cache/tools/<tool>-<version>-<key>/.
+# kube-scheduler, kwok, helm, chainsaw, opa, syft, jaeger, toxiproxy) into .cache/tools/<tool>-<version>-<key>/.
 #
 # The key is a hash of the tool's module files (go.mod, go.sum, sources) and the
 # Go version, so a tool is rebuilt only when its pin changes. Prints nothing but
@@ -14,7 +14,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 tools_dir="$repo/hack/tools"
 source "$tools_dir/versions.env"
 cache_root="${MYOP_TOOLS_CACHE:-$repo/.cache/tools}"
-all_tools=(etcd kubernetes kwok helm chainsaw opa syft jaeger)
+all_tools=(etcd kubernetes kwok helm chainsaw opa syft jaeger toxiproxy)
 
 export CGO_ENABLED=0
 export GOFLAGS="${GOFLAGS:--mod=mod} -trimpath"
@@ -29,6 +29,7 @@ tool_version() {
     opa) echo "$OPA_VERSION" ;;
     syft) echo "$SYFT_VERSION" ;;
     jaeger) echo "$JAEGER_VERSION" ;;
+    toxiproxy) echo "$TOXIPROXY_VERSION" ;;
     *) echo "build-tools: unknown tool '$1' (known: ${all_tools[*]})" >&2; return 1 ;;
   esac
 }
@@ -111,6 +112,9 @@ build_tool() {
         go build -o "$bin_dir/syft" -ldflags "-s -w -X main.version=$version" github.com/anchore/syft/cmd/syft ;;
       jaeger)
         go build -o "$bin_dir/jaeger" -ldflags "-s -w" github.com/jaegertracing/jaeger/cmd/jaeger ;;
+      toxiproxy)
+        go build -o "$bin_dir/toxiproxy-server" -ldflags "-s -w -X github.com/Shopify/toxiproxy/v2.Version=$version" \
+          github.com/Shopify/toxiproxy/v2/cmd/server ;;
     esac
   )
   touch "$bin_dir/.complete"
