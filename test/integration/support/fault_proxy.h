@@ -13,10 +13,14 @@
 //                a silent stall;
 //   blackhole    `timeout` with timeout 0 on the upstream (client -> server): the proxy accepts and
 //                reads, the server never hears from the client, so nothing ever answers;
-//   reset_peer   `reset_peer`: when data arrives, wait `timeout` ms, then close with RST (SO_LINGER 0);
-//                on the downstream the server has already handled the request whose answer is cut;
+//   reset_peer   `reset_peer`: swallows the next piece of data, waits `timeout` ms and closes the
+//                connection: with RST (SO_LINGER 0) for connections opened while the toxic exists
+//                (their first piece is the TLS handshake: the request is never sent), with FIN for
+//                connections that were open when it was added (the next answer: the server has
+//                handled the request, the client gets the connection closed instead of the answer);
 //   slicer       `slicer` with average_size 4, size_variation 3: every write cut into 1..7 byte
-//                pieces, `delay` us apart.
+//                pieces, `delay` us apart (at 100 us nearly every read of the client returns one
+//                piece; at 10 us, reads merge pieces).
 // A toxic's `toxicity` (0..1) is the share of connections it applies to, drawn once per connection.
 #include <chrono>
 #include <string>
