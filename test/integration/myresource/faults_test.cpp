@@ -416,23 +416,34 @@ TEST_CASE(
   // instead of passing on the next answer the server sends, after the server handled the request. It is on
   // for 300 ms of every second, so connections opened meanwhile (cut in their TLS handshake) are not all that
   // is tested.
-  std::atomic<bool> stop_resets{false};
-  std::atomic<int> reset_windows{0};
-  std::thread resetter([&] {
-    while (!stop_resets) {
-      proxy.add_reset_peer("reset", ToxicStream::Downstream, 0ms, 0.5);
-      std::this_thread::sleep_for(300ms);
-      proxy.remove("reset");
-      ++reset_windows;
-      std::this_thread::sleep_for(700ms);
-    }
+  // Catch's assertions are not thread-safe: the toxic is toggled here, the story runs on a thread that
+  // only keeps kubectl's results.
+  std::string story_failures;
+  std::atomic<bool> story_done{false};
+  std::thread story([&] {
+    const auto apply = [&](const std::string& image, int replicas) {
+      std::string manifest;
+      for (int index = 0; index < kCount; ++index)
+        manifest += "---\n" + myresource_manifest(ns.name(), "app-" + std::to_string(index), image, replicas);
+      const auto applied = testenv::kubectl_apply(manifest);
+      if (!applied.ok()) story_failures += applied.output;
+    };
+    apply("nginx:1.27.1", 1);
+    std::this_thread::sleep_for(10s);
+    apply("nginx:1.27.2", 2);
+    std::this_thread::sleep_for(15s);
+    story_done = true;
   });
-  apply_myresources(ns.name(), "app", kCount, "nginx:1.27.1");
-  std::this_thread::sleep_for(10s);
-  apply_myresources(ns.name(), "app", kCount, "nginx:1.27.2", 2);
-  std::this_thread::sleep_for(15s);
-  stop_resets = true;
-  resetter.join();
+  int reset_windows = 0;
+  while (!story_done) {
+    proxy.add_reset_peer("reset", ToxicStream::Downstream, 0ms, 0.5);
+    std::this_thread::sleep_for(300ms);
+    proxy.remove("reset");
+    ++reset_windows;
+    std::this_thread::sleep_for(700ms);
+  }
+  story.join();
+  REQUIRE(story_failures.empty());
 
   std::size_t ready = 0;
   const bool converged = eventually(
@@ -536,15 +547,19 @@ TEST_CASE(
   REQUIRE(load_config.ok());
   std::atomic<bool> stop_load{false};
   std::vector<std::thread> load;
-  for (int thread = 0; thread < 6; ++thread) {
-    load.emplace_back([&] {
-      // No retries: a refused list is sent again at once, so the pressure stays.
-      kube::TransportOptions load_transport;
-      load_transport.retry.max_retries = 0;
-      auto load_client = kube::testing::client_for(load_config.value(), load_transport);
+  // No retries: a refused list is sent again at once, so the pressure stays. The clients are made here:
+  // Catch's assertions (client_for FAILs) are not thread-safe.
+  kube::TransportOptions load_transport;
+  load_transport.retry.max_retries = 0;
+  std::vector<std::shared_ptr<kube::Client>> load_clients;
+  for (int thread = 0; thread < 6; ++thread)
+    load_clients.push_back(
+        std::make_shared<kube::Client>(kube::testing::client_for(load_config.value(), load_transport)));
+  for (const auto& load_client : load_clients) {
+    load.emplace_back([&stop_load, &ns, load_client] {
       kube::ListOptions list_options;
       list_options.limit = 50;
-      while (!stop_load) (void)load_client.list(myresource::myresource_type(), ns.name(), list_options);
+      while (!stop_load) (void)load_client->list(myresource::myresource_type(), ns.name(), list_options);
     });
   }
   apply_myresources(ns.name(), "app", kCount, "nginx:1.27.1");
