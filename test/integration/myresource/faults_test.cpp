@@ -487,10 +487,12 @@ double audit_seconds(const std::string& timestamp) {
 
 // A PriorityLevelConfiguration with the smallest share there is (1 against the defaults' ~245, so about
 // 3 of the server's 600 seats) that rejects what does not fit, and a FlowSchema that puts every request
-// of `user` in it. Removed on destruction.
+// of `users` in it. Removed on destruction.
 class TinyPriorityLevel {
  public:
-  explicit TinyPriorityLevel(const std::string& user) : name_("myop-faults-" + user) {
+  TinyPriorityLevel(const std::string& name, const std::vector<std::string>& users) : name_(name) {
+    std::string subjects;
+    for (const auto& user : users) subjects += "    - kind: User\n      user:\n        name: " + user + "\n";
     const auto applied = testenv::kubectl_apply(
         "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: PriorityLevelConfiguration\nmetadata:\n  name: " +
         name_ +
@@ -498,10 +500,9 @@ class TinyPriorityLevel {
         "    limitResponse:\n      type: Reject\n---\n"
         "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata:\n  name: " +
         name_ + "\nspec:\n  priorityLevelConfiguration:\n    name: " + name_ +
-        "\n  matchingPrecedence: 500\n  distinguisherMethod:\n    type: ByUser\n  rules:\n  - subjects:\n"
-        "    - kind: User\n      user:\n        name: " +
-        user +
-        "\n    resourceRules:\n    - verbs: [\"*\"]\n      apiGroups: [\"*\"]\n      resources: [\"*\"]\n"
+        "\n  matchingPrecedence: 500\n  distinguisherMethod:\n    type: ByUser\n  rules:\n  - subjects:\n" +
+        subjects +
+        "    resourceRules:\n    - verbs: [\"*\"]\n      apiGroups: [\"*\"]\n      resources: [\"*\"]\n"
         "      namespaces: [\"*\"]\n      clusterScope: true\n    nonResourceRules:\n    - verbs: [\"*\"]\n"
         "      nonResourceURLs: [\"*\"]\n");
     if (!applied.ok()) FAIL("cannot apply the FlowSchema: " << applied.output);
@@ -518,10 +519,36 @@ class TinyPriorityLevel {
   std::string name_;
 };
 
+// A user of its own for a load generator, allowed what the operator is (the test ClusterRole that
+// OperatorProcess binds); the binding is removed on destruction.
+class LoadUser {
+ public:
+  explicit LoadUser(const std::string& name) : name_(name), binding_("myop-test-" + name) {
+    testenv::kubectl("delete clusterrolebinding " + binding_ + " --ignore-not-found");
+    testenv::kubectl_or_fail("create clusterrolebinding " + binding_ +
+                             " --clusterrole myop-test-operator-manager --user " + name_);
+    kube::ConfigSearch search;
+    search.kubeconfig_path = testenv::kubeconfig_for_user(name_);
+    auto config = kube::load_client_config(search);
+    if (!config) FAIL("cannot load the load user's kubeconfig: " << config.error().to_string());
+    config_ = config.value();
+  }
+  ~LoadUser() { testenv::kubectl("delete clusterrolebinding " + binding_ + " --ignore-not-found"); }
+  LoadUser(const LoadUser&) = delete;
+  LoadUser& operator=(const LoadUser&) = delete;
+  const std::string& name() const { return name_; }
+  const kube::ClientConfig& config() const { return config_; }
+
+ private:
+  std::string name_;
+  std::string binding_;
+  kube::ClientConfig config_;
+};
+
 }  // namespace
 
-// The API server's Priority and Fairness gives the operator's user about 3 seats and rejects the rest
-// with 429 + Retry-After (1 s), while another client of the same user keeps listing. Bound: no write is
+// The API server's Priority and Fairness gives the operator's user about 3 seats, shared with a load
+// generator, and rejects the rest with 429 + Retry-After (1 s). Bound: no write is
 // sent again sooner than Retry-After after its 429; once the other client stops, every MyResource
 // converges with one Deployment.
 TEST_CASE(
@@ -537,15 +564,14 @@ TEST_CASE(
   options.extra_args = {"--max-concurrent-reconciles", "16"};
   OperatorProcess operator_process(options);
   operator_process.start();
-  TinyPriorityLevel tiny(user);
+  // The load runs as a user of its own in the same priority level, so the audit log tells the
+  // operator's requests apart.
+  LoadUser load_user(user + "-load");
+  TinyPriorityLevel tiny("myop-faults-apf", {user, load_user.name()});
   auto client = std::make_shared<kube::Client>(kube::testing::admin_client());
   const std::size_t mark = audit_mark();
 
-  // The load: the same user, listing MyResources from 6 threads without pause.
-  kube::ConfigSearch search;
-  search.kubeconfig_path = testenv::kubeconfig_for_user(user);
-  auto load_config = kube::load_client_config(search);
-  REQUIRE(load_config.ok());
+  // The load: listing MyResources from 6 threads without pause.
   std::atomic<bool> stop_load{false};
   std::vector<std::thread> load;
   // No retries: a refused list is sent again at once, so the pressure stays. The clients are made here:
@@ -555,7 +581,7 @@ TEST_CASE(
   std::vector<std::shared_ptr<kube::Client>> load_clients;
   for (int thread = 0; thread < 6; ++thread)
     load_clients.push_back(
-        std::make_shared<kube::Client>(kube::testing::client_for(load_config.value(), load_transport)));
+        std::make_shared<kube::Client>(kube::testing::client_for(load_user.config(), load_transport)));
   for (const auto& load_client : load_clients) {
     load.emplace_back([&stop_load, &ns, load_client] {
       kube::ListOptions list_options;
