@@ -8,9 +8,9 @@
 //   latency      `latency`: every piece of data waits `latency` ms (+- jitter) before it is passed on;
 //   bandwidth    `bandwidth`: at most `rate` KB/s;
 //   stall        `timeout` with timeout 0 on the downstream (server -> client): the connection stays
-//                open and nothing more reaches the client, until the toxic is removed (what was sent
-//                meanwhile is dropped). A non-zero timeout would close the connection after it: not
-//                a silent stall;
+//                open and nothing more reaches the client (what the server sends is dropped). Removing
+//                the toxic closes every connection it held (TimeoutToxic::Cleanup). A non-zero timeout
+//                would close the connection after it: not a silent stall;
 //   blackhole    `timeout` with timeout 0 on the upstream (client -> server): the proxy accepts and
 //                reads, the server never hears from the client, so nothing ever answers;
 //   reset_peer   `reset_peer`: swallows the next piece of data, waits `timeout` ms and closes the
