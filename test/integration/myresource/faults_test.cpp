@@ -197,6 +197,7 @@ TEST_CASE(
   const std::size_t mark = audit_mark();
   proxy.add_stall("stall");
   const auto stalled_at = std::chrono::steady_clock::now();
+  const std::string stall_began = audit_now();
   testenv::kubectl_or_fail("patch myresource web -n " + ns.name() +
                            " --type merge -p '{\"spec\":{\"image\":\"nginx:1.27.2\"}}'");
   // Nothing reaches the operator: its Deployment keeps the old image while the stall lasts.
@@ -227,10 +228,25 @@ TEST_CASE(
   // The new watch resumes from the resourceVersion it had (no relist) and brings the change.
   REQUIRE(eventually([&] { return deployment_rolled(ns.name(), "web", "nginx:1.27.2"); }, 60s));
   const double delivered_after = seconds_since(stalled_at);
+  REQUIRE(eventually([&] { return myresource_ready(ns.name(), "web"); }, 60s));
+  const auto deployment_writes = writes_per_name(audit_writes(operator_process.user(), mark), "deployments");
+  // A watch is logged when it ends (stage ResponseComplete): the watch that stalled, begun before the
+  // stall, is logged when the stall ends (not a relist), the resumed one only once it ends. So the
+  // operator stops first, and only watches and lists received after the stall began count.
+  operator_process.stop();
   bool resumed = false;
   bool relisted = false;
-  for (const auto& entry : audit_entries(operator_process.user(), mark)) {
-    if (entry.resource != "myresources" || entry.code >= 300) continue;
+  std::vector<AuditEntry> entries;
+  eventually(
+      [&] {
+        entries = audit_entries(operator_process.user(), mark);
+        return std::any_of(entries.begin(), entries.end(), [&](const AuditEntry& entry) {
+          return entry.resource == "myresources" && entry.verb == "watch" && entry.received > stall_began;
+        });
+      },
+      30s);
+  for (const auto& entry : entries) {
+    if (entry.resource != "myresources" || entry.code >= 300 || entry.received < stall_began) continue;
     if (entry.verb == "watch" && entry.request_uri.find("sendInitialEvents=true") == std::string::npos &&
         entry.request_uri.find("resourceVersion=") != std::string::npos)
       resumed = true;
@@ -239,9 +255,7 @@ TEST_CASE(
   }
   CHECK(resumed);
   CHECK_FALSE(relisted);
-  const auto deployment_writes = writes_per_name(audit_writes(operator_process.user(), mark), "deployments");
   CHECK(deployment_writes == std::map<std::string, int>{{"web", 1}});
-  REQUIRE(eventually([&] { return myresource_ready(ns.name(), "web"); }, 60s));
   WARN("stall: noticed " << noticed_after << " s after the stall began (bound 70 s + backoff), the change "
                          << "reached the Deployment after " << delivered_after << " s; test took "
                          << seconds_since(started) << " s");
@@ -250,9 +264,8 @@ TEST_CASE(
 // Every byte in both directions cut into 1..7 byte pieces. TLS records arrive in pieces (the TLS
 // layer puts them together; the watch parser's own splits are unit-tested and fuzzed). Bound: the
 // same objects as an operator reached directly, for the same story.
-TEST_CASE(
-    "every stream sliced into 1-7 byte pieces: a create, update and delete story ends as without the proxy",
-    "[myresource][operator][faults]") {
+TEST_CASE("every stream sliced into 1-7 byte pieces: a create/update/delete story ends as without the proxy",
+          "[myresource][operator][faults]") {
   if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane and its audit log");
   const auto started = std::chrono::steady_clock::now();
   testenv::ScopedNamespace direct_ns("faults-direct");
@@ -330,8 +343,8 @@ TEST_CASE(
 // no reconcile reaches its 1 minute deadline, exactly one Deployment write and one finalizer write per
 // MyResource (no duplicate writes while answers are late), the queue drains.
 TEST_CASE(
-    "2 s of latency on every answer with 200 MyResources: one write each, no reconcile past its deadline, "
-    "all converge",
+    "2 s of latency on every answer with 200 MyResources: one write each and no reconcile past its "
+    "deadline and all converge",
     "[myresource][operator][faults]") {
   if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane and its audit log");
   constexpr int kCount = 200;
@@ -398,8 +411,8 @@ TEST_CASE(
 // lost), over and over while 20 MyResources are created and changed. Bound: one Deployment each, no
 // status lost, no Event said twice outside its series.
 TEST_CASE(
-    "connections reset in the middle of writes: retried writes are idempotent, nothing lost, no duplicate "
-    "Events",
+    "connections reset in the middle of writes: retried writes are idempotent and nothing is lost and no "
+    "duplicate Events",
     "[myresource][operator][faults]") {
   if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane and its audit log");
   constexpr int kCount = 20;
@@ -552,7 +565,8 @@ class LoadUser {
 // sent again sooner than Retry-After after its 429; once the other client stops, every MyResource
 // converges with one Deployment.
 TEST_CASE(
-    "Priority and Fairness gives the operator a tiny share: 429s are honoured, nothing is lost, it converges",
+    "Priority and Fairness gives the operator a tiny share: 429s are honoured and nothing is lost until it "
+    "converges",
     "[myresource][operator][faults]") {
   if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane and its audit log");
   constexpr int kCount = 60;
@@ -649,8 +663,8 @@ TEST_CASE(
 // the standby acquires it and reconciles the change made meanwhile; in the audit log no write of the
 // old leader ends after the standby's acquisition began.
 TEST_CASE(
-    "a leader behind a blackhole stops before its Lease can pass, the standby takes over, no overlapping "
-    "writes",
+    "a leader behind a blackhole stops before its Lease can pass and the standby takes over with no "
+    "overlapping writes",
     "[myresource][operator][faults]") {
   if (!testenv::owns_control_plane()) FAIL("needs the ctest fixture's control plane and its audit log");
   const auto started = std::chrono::steady_clock::now();
