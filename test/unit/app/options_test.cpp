@@ -37,7 +37,10 @@ TEST_CASE("tracing flags: off by default, an endpoint and a ratio from 0 to 1", 
   CHECK(std::get<int>(parse({"--otlp-endpoint", "grpc://otel-collector:4317"})) != 0);
 }
 
-TEST_CASE("--watch-stall-timeout: 90 s by default, never below the bookmark interval", "[app][options]") {
+TEST_CASE(
+    "the watch stall timeout (--watch-stall-timeout) is 90 s by default and never below the bookmark "
+    "interval",
+    "[app][options]") {
   const auto defaults = parse({});
   REQUIRE(std::holds_alternative<Options>(defaults));
   CHECK(std::get<Options>(defaults).watch_stall_timeout == std::chrono::seconds(90));
