@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the pinned Go test tools (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok, helm, chainsaw, opa, syft, jaeger, argocd, kubeconform) into .cache/tools/<tool>-<version>-<key>/.
+# kube-scheduler, kwok, helm, chainsaw, opa, syft, jaeger, argocd, kubeconform, toxiproxy) into .cache/tools/<tool>-<version>-<key>/.
 #
 # The key is a hash of the tool's module files (go.mod, go.sum, sources) and the
 # Go version (the tool's own toolchain, see tool_toolchain), so a tool is rebuilt only when its
@@ -15,7 +15,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 tools_dir="$repo/hack/tools"
 source "$tools_dir/versions.env"
 cache_root="${MYOP_TOOLS_CACHE:-$repo/.cache/tools}"
-all_tools=(etcd kubernetes kwok helm chainsaw opa syft jaeger argocd kubeconform)
+all_tools=(etcd kubernetes kwok helm chainsaw opa syft jaeger argocd kubeconform toxiproxy)
 
 export CGO_ENABLED=0
 export GOFLAGS="${GOFLAGS:--mod=mod} -trimpath"
@@ -32,6 +32,7 @@ tool_version() {
     jaeger) echo "$JAEGER_VERSION" ;;
     argocd) echo "$ARGOCD_VERSION" ;;
     kubeconform) echo "$KUBECONFORM_VERSION" ;;
+    toxiproxy) echo "$TOXIPROXY_VERSION" ;;
     *) echo "build-tools: unknown tool '$1' (known: ${all_tools[*]})" >&2; return 1 ;;
   esac
 }
@@ -136,6 +137,9 @@ build_tool() {
         done ;;
       kubeconform)
         go build -o "$bin_dir/kubeconform" -ldflags "-s -w" github.com/yannh/kubeconform/cmd/kubeconform ;;
+      toxiproxy)
+        go build -o "$bin_dir/toxiproxy-server" -ldflags "-s -w -X github.com/Shopify/toxiproxy/v2.Version=$version" \
+          github.com/Shopify/toxiproxy/v2/cmd/server ;;
     esac
   )
   touch "$bin_dir/.complete"

@@ -114,13 +114,14 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
   spdlog::info(
       "my-operator {} starting: server={} context={} namespaces={} operator-namespace={} leader-elect={} "
       "sharding={} "
-      "max-concurrent-reconciles={} qps={} burst={} resync-period={}s orphan-sweep-period={}s config-map={} "
+      "max-concurrent-reconciles={} qps={} burst={} resync-period={}s orphan-sweep-period={}s "
+      "watch-stall-timeout={}s config-map={} "
       "metrics={} metrics-secure={} metrics-cert={} probes={} otlp-endpoint={} trace-sampling-ratio={}",
       myop::kVersion, config->server, config->context_name.empty() ? "(in-cluster)" : config->context_name,
       options.namespaces.empty() ? "(all)" : options.namespaces_flag, operator_namespace,
       options.leader_elect, options.sharding, options.max_concurrent_reconciles, options.qps, options.burst,
-      options.resync_period.count(), options.orphan_sweep_period.count(), options.config_map,
-      options.metrics_bind_address, options.metrics_secure, metrics_certificate(options),
+      options.resync_period.count(), options.orphan_sweep_period.count(), options.watch_stall_timeout.count(),
+      options.config_map, options.metrics_bind_address, options.metrics_secure, metrics_certificate(options),
       options.health_probe_bind_address,
       options.otlp_endpoint.empty() ? "(tracing off)" : options.otlp_endpoint, options.trace_sampling_ratio);
 
@@ -132,6 +133,7 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
   manager.field_manager = std::string(myresource::kFieldManager);
   manager.namespaces = options.namespaces;
   manager.informers.informer.resync_period = options.resync_period;
+  manager.informers.informer.watcher.stall_timeout = options.watch_stall_timeout;
   manager.events.reporting_controller = "myorg.io/my-operator";
   manager.events.reporting_instance = identity;
   manager.metrics_bind_address = options.metrics_bind_address;

@@ -65,6 +65,7 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
   Options options;
   std::string resync_period = "10h";
   std::string orphan_sweep_period = "5m";
+  std::string watch_stall_timeout = "90s";
   CLI::App app{"my-operator: reconciles MyResource (myorg.io/v1alpha1) objects into Deployments"};
   app.set_version_flag("--version", std::string("my-operator ") + myop::kVersion);
 
@@ -110,6 +111,9 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       "Period of the orphan sweep (Deployments managed by my-operator whose owner is gone), e.g. 5m; the "
       "first "
       "pass runs 30 s after start, or after one period when that is shorter");
+  add("watch-stall-timeout", watch_stall_timeout,
+      "A watch with no event and no bookmark for this long is taken as stalled and reconnected, e.g. 90s; "
+      "at least 65s, above the API server's one-minute bookmark interval");
   add("config-map", options.config_map, "Feature-flag ConfigMap in the operator's namespace");
   add("otlp-endpoint", options.otlp_endpoint,
       "OpenTelemetry collector to send reconcile traces to over OTLP/HTTP (JSON), e.g. "
@@ -153,6 +157,12 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
     options.orphan_sweep_period = duration("--orphan-sweep-period", orphan_sweep_period);
     if (options.orphan_sweep_period.count() <= 0) {
       throw CLI::ValidationError("--orphan-sweep-period", "must be at least 1s");
+    }
+    options.watch_stall_timeout = duration("--watch-stall-timeout", watch_stall_timeout);
+    if (options.watch_stall_timeout < std::chrono::seconds(65)) {
+      throw CLI::ValidationError("--watch-stall-timeout",
+                                 "must be at least 65s: the API server sends a bookmark only about every "
+                                 "minute, so a shorter timeout would cut healthy quiet watches");
     }
   } catch (const CLI::ParseError& error) {
     return app.exit(error);

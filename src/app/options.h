@@ -33,6 +33,9 @@ struct Options {
   int burst = 100;
   std::chrono::seconds resync_period = std::chrono::hours(10);
   std::chrono::seconds orphan_sweep_period = std::chrono::minutes(5);
+  // A watch silent this long (no event, no bookmark) is taken as stalled and reconnected; above the API
+  // server's one-minute bookmark interval (kube/watch.h).
+  std::chrono::seconds watch_stall_timeout = std::chrono::seconds(90);
   std::string config_map = "my-operator-config";
   // OTLP/HTTP collector, e.g. http://otel-collector:4318; empty: tracing off (no spans, no exporter).
   std::string otlp_endpoint;

@@ -73,8 +73,9 @@ struct WatchOptions {
   std::string field_selector;
   std::string shard_selector;  // as ListOptions::shard_selector; a watch never says whether it applied
   bool allow_bookmarks = true;
-  bool send_initial_events = false;    // WatchList
-  std::optional<int> timeout_seconds;  // the server ends the watch after this; keep it below idle_timeout
+  bool send_initial_events = false;  // WatchList
+  // The server ends the watch after this; without bookmarks, keep it below stream.idle_timeout.
+  std::optional<int> timeout_seconds;
   StreamOptions stream{};
 };
 

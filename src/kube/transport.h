@@ -56,8 +56,9 @@ enum class StreamEnd {
 using ChunkHandler = std::function<bool(std::string_view chunk)>;
 
 struct StreamOptions {
-  // No byte for this long ends the stream with a Timeout error. Must exceed the watch's timeoutSeconds
-  // (the server ends the watch itself then) and the bookmark interval (about a minute).
+  // No byte for this long ends the stream with a Timeout error. For a watch that asked for bookmarks it
+  // must exceed the bookmark interval (about a minute); one without bookmarks can be quiet until its
+  // timeoutSeconds. The watcher sets its stall timeout here (kube/watch.h).
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(11)};
 };
 

@@ -9,9 +9,6 @@
 namespace myop::kube {
 namespace {
 
-// Keeps timeoutSeconds this far below the stream's idle timeout, so the server's own end of a quiet
-// watch always comes first.
-constexpr std::chrono::seconds kIdleTimeoutMargin{30};
 constexpr int kShortestWatchTimeoutSeconds = 1;
 
 std::string string_member_of(const JsonValue& object, std::initializer_list<std::string_view> path) {
@@ -96,11 +93,8 @@ void Watcher::set_state(WatcherState state, std::string resource_version) {
 }
 
 int Watcher::next_watch_timeout_seconds() {
-  const auto idle_seconds = std::chrono::duration_cast<std::chrono::seconds>(options_.stream.idle_timeout);
-  const long long ceiling =
-      std::max<long long>((idle_seconds - kIdleTimeoutMargin).count(), kShortestWatchTimeoutSeconds);
   const long long maximum =
-      std::clamp<long long>(options_.maximum_watch_timeout.count(), kShortestWatchTimeoutSeconds, ceiling);
+      std::max<long long>(options_.maximum_watch_timeout.count(), kShortestWatchTimeoutSeconds);
   const long long minimum =
       std::clamp<long long>(options_.minimum_watch_timeout.count(), kShortestWatchTimeoutSeconds, maximum);
   return static_cast<int>(std::uniform_int_distribution<long long>(minimum, maximum)(random_));
@@ -204,7 +198,7 @@ Watcher::StepOutcome Watcher::stream(bool initial, const WatcherEventHandler& on
   watch_options.shard_selector = options_.shard_selector;
   watch_options.allow_bookmarks = true;
   watch_options.timeout_seconds = next_watch_timeout_seconds();
-  watch_options.stream = options_.stream;
+  watch_options.stream.idle_timeout = options_.stall_timeout;
   if (initial) {
     // WatchList: the current state as ADDED events from the watch cache, then the end bookmark.
     watch_options.send_initial_events = true;
@@ -274,6 +268,15 @@ Watcher::StepOutcome Watcher::stream(bool initial, const WatcherEventHandler& on
   auto result = source_->watch(watch_options, on_chunk, stop);
   if (handler_failure_) return {};
   if (!stream_error && !result.ok() && !is_cancelled(result.error())) stream_error = result.error();
+  if (stream_error && stream_error->reason == Reason::Timeout && received_bytes) {
+    // The transport's idle timeout on a stream that was flowing: events and bookmarks stopped.
+    stream_error->message =
+        "stalled: no event and no bookmark for " +
+        std::to_string(std::chrono::round<std::chrono::seconds>(options_.stall_timeout).count()) +
+        " s (the API server sends a bookmark about every minute); dropping the connection and " +
+        (initial_done ? "resuming from resourceVersion " + resource_version()
+                      : std::string("starting the initial state over"));
+  }
   if (!stream_error && result.ok() && !initial_done) {
     stream_error = make_error(Reason::Unknown, "the stream ended before the initial-events-end bookmark");
   }

@@ -14,9 +14,18 @@
 // InitStart may come again before InitDone (the attempt failed): drop the partial state then.
 // After InitDone, events are Apply (ADDED/MODIFIED), Delete, Bookmark. A watch resumes from the last
 // resourceVersion it saw; it asks for bookmarks so that the resourceVersion stays fresh on quiet
-// collections; each watch asks the server to end it after a random 5 to 10 minutes (timeoutSeconds, kept
-// below the transport's idle timeout) so that load spreads over API servers. Failures wait a jittered
-// backoff (0.8 s -> 30 s) before the next attempt; progress resets it.
+// collections; each watch asks the server to end it after a random 5 to 10 minutes (timeoutSeconds) so
+// that load spreads over API servers. Failures wait a jittered backoff (0.8 s -> 30 s) before the next
+// attempt; progress resets it.
+//
+// Stall detection: the API server sends a watch that asked for bookmarks a BOOKMARK about every minute
+// (kube-apiserver's fixed bookmark frequency) and 2 s before its timeoutSeconds, so a healthy watch is
+// never silent for much more than a minute. A watch that receives no byte for `stall_timeout` (90 s by
+// default) is taken as stalled (a half-open connection, a proxy or load balancer holding it open) and
+// dropped; the next attempt resumes from the last resourceVersion (Watching ──(stall)──> Watching), so an
+// event sent into the dead connection arrives on the new one. A change is therefore seen at most
+// stall_timeout + one backoff wait after the connection died. A server that sends no bookmarks costs a
+// reconnect per quiet stall_timeout, never a relist.
 //
 // WatchList (sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true) streams
 // the initial state from the watch cache instead of one large LIST. A server that refuses it (422/400:
@@ -83,16 +92,17 @@ struct WatcherOptions {
   std::int64_t page_size = 500;  // client-go's default
   // Waits between attempts; the defaults are the watch's (0.8 s doubling to 30 s, up to 20 % shorter).
   base::BackoffSettings backoff{};
-  // timeoutSeconds of each watch is drawn from [minimum, maximum] and kept 30 s below the stream's idle
-  // timeout, so a quiet but healthy watch is ended by the server, never cut by the client.
+  // timeoutSeconds of each watch is drawn from [minimum, maximum].
   std::chrono::seconds minimum_watch_timeout{300};
   std::chrono::seconds maximum_watch_timeout{600};
-  StreamOptions stream{};
+  // No byte (event or bookmark) for this long drops a watch as stalled (see the top of this file). It
+  // must exceed the API server's bookmark interval (one minute), or quiet healthy watches are cut.
+  std::chrono::milliseconds stall_timeout{std::chrono::seconds(90)};
   std::optional<std::uint64_t> random_seed;  // for deterministic tests; std::random_device otherwise
   // The backoff waits run on it.
   std::shared_ptr<const base::Clock> clock = base::system_clock();
   // Called for every failure the watcher recovers from (it always does), with the wait before the next
-  // attempt; for logs and metrics. May be empty.
+  // attempt; for logs and metrics. A stall is an Error with reason Timeout. May be empty.
   std::function<void(const Error& error, std::chrono::milliseconds retry_in)> on_error;
 };
 

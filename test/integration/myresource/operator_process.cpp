@@ -96,6 +96,7 @@ OperatorProcess::OperatorProcess(OperatorOptions options) : options_(std::move(o
     return;
   }
   kubeconfig_ = testenv::kubeconfig_for_user(options_.user);
+  if (!options_.server.empty()) kubeconfig_ = testenv::kubeconfig_with_server(kubeconfig_, options_.server);
   const std::string binding = binding_name(options_.user);
   testenv::kubectl("delete clusterrolebinding " + binding + " --ignore-not-found");
   testenv::kubectl_or_fail("create clusterrolebinding " + binding + " --clusterrole " + kManagerRole +

@@ -35,6 +35,9 @@ struct OperatorOptions {
   std::vector<std::string> extra_cluster_role_files;
   // The program under the build folder: my-operator, or a controller of examples/.
   std::string binary = "my-operator";
+  // When set, the operator reaches the API server at this URL instead (a FaultProxy's url()): its
+  // kubeconfig is the user's with this server, same CA and credentials.
+  std::string server;
 };
 
 class OperatorProcess {

@@ -30,6 +30,7 @@
 
 #include "kube/resource.h"
 #include "myresource/cluster_listing.h"
+#include "myresource/lease_tenures.h"
 #include "myresource/operator_process.h"
 #include "myresource/types.h"
 #include "runtime/shard_ring.h"
@@ -242,46 +243,11 @@ std::pair<int, int> ready_count(kube::Client& client, const Namespaces& namespac
   return {ready, total};
 }
 
-bool is_object_write(const AuditEntry& entry) {
-  return (entry.verb == "create" || entry.verb == "update" || entry.verb == "patch" ||
-          entry.verb == "delete") &&
-         (entry.resource == "myresources" || entry.resource == "deployments");
-}
-
-// The slot Lease tenures of each user, rebuilt from the audit log: a user's create or update of a slot
-// Lease it does not hold takes it (from then on: the answer's time), one of a Lease it holds frees it
-// (until the request's arrival). Slot Leases are never renewed, so every write is one or the other.
-struct Tenure {
-  std::string user;
-  std::string from;   // completed
-  std::string until;  // received ("" while held)
-};
-std::map<int, std::vector<Tenure>> slot_tenures(
-    const std::vector<std::pair<std::string, AuditEntry>>& lease_writes) {
-  std::map<int, std::vector<Tenure>> tenures;
-  std::map<int, std::string> holder;
-  for (const auto& [user, entry] : lease_writes) {
-    const auto at = entry.name.find("-slot-");
-    if (at == std::string::npos || entry.code >= 300) continue;
-    const int slot = std::stoi(entry.name.substr(at + 6));
-    auto& list = tenures[slot];
-    if (holder[slot] == user) {
-      list.back().until = entry.received;
-      holder[slot].clear();
-    } else {
-      if (!holder[slot].empty()) list.back().until = entry.received;  // taken over
-      list.push_back({user, entry.completed, ""});
-      holder[slot] = user;
-    }
-  }
-  return tenures;
-}
-
-// Every object write of every user inside one of that user's tenures of the object's slot. Returns
-// the violations, one line each.
+// Every object write of every user inside one of that user's tenures of the object's slot Lease
+// (myresource/lease_tenures.h; slot Leases are never renewed). Returns the violations, one line each.
 std::vector<std::string> writes_outside_tenure(Replicas& replicas, std::size_t mark) {
-  std::vector<std::pair<std::string, AuditEntry>> lease_writes;
-  std::vector<std::pair<std::string, AuditEntry>> object_writes;
+  std::vector<UserEntry> lease_writes;
+  std::vector<UserEntry> object_writes;
   for (int i = 0; i < replicas.size(); ++i) {
     const std::string& user = replicas.at(i).user();
     for (auto& entry : audit_entries(user, mark)) {
@@ -292,28 +258,14 @@ std::vector<std::string> writes_outside_tenure(Replicas& replicas, std::size_t m
       }
     }
   }
-  std::sort(lease_writes.begin(), lease_writes.end(),
-            [](const auto& a, const auto& b) { return a.second.completed < b.second.completed; });
-  const auto tenures = slot_tenures(lease_writes);
-  std::vector<std::string> violations;
-  for (const auto& [user, entry] : object_writes) {
-    const int slot = runtime::shard_slot(entry.namespace_);
-    bool inside = false;
-    if (auto found = tenures.find(slot); found != tenures.end()) {
-      for (const auto& tenure : found->second) {
-        if (tenure.user == user && tenure.from <= entry.received &&
-            (tenure.until.empty() || entry.completed <= tenure.until)) {
-          inside = true;
-          break;
-        }
-      }
-    }
-    if (!inside) {
-      violations.push_back(user + " " + entry.describe() + " at " + entry.received + ".." + entry.completed +
-                           " (slot " + std::to_string(slot) + ")");
-    }
-  }
-  return violations;
+  const auto slot_of_lease = [](const std::string& name) {
+    const auto at = name.find("-slot-");
+    return at == std::string::npos ? std::string() : std::to_string(std::stoi(name.substr(at + 6)));
+  };
+  const auto tenures = lease_tenures(std::move(lease_writes), slot_of_lease, HolderWrite::Releases);
+  return writes_outside_tenures(tenures, object_writes, [](const AuditEntry& entry) {
+    return std::to_string(runtime::shard_slot(entry.namespace_));
+  });
 }
 
 // Whether this API server applies shardSelector (the ShardedListAndWatch gate is on).

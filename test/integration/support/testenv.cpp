@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 namespace myop::testenv {
@@ -166,6 +167,23 @@ std::string kubeconfig_for_user(const std::string& user, const std::vector<std::
   CommandResult result = run(testenv_command("kubeconfig-for " + quote(user) + join_groups(groups)));
   if (!result.ok()) FAIL("hack/testenv kubeconfig-for failed: " << result.output);
   return trim(result.output);
+}
+
+std::string kubeconfig_with_server(const std::string& kubeconfig, const std::string& server) {
+  std::ifstream file(kubeconfig);
+  if (!file) FAIL("cannot read " << kubeconfig);
+  std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  const std::string original = server_url();
+  std::size_t replaced = 0;
+  for (auto at = text.find(original); at != std::string::npos; at = text.find(original, at + server.size())) {
+    text.replace(at, original.size(), server);
+    ++replaced;
+  }
+  if (replaced == 0) FAIL(kubeconfig << " does not name the API server " << original);
+  std::string port = server.substr(server.find_last_of(':') + 1);
+  const std::string path = kubeconfig + ".via-" + port;
+  std::ofstream(path) << text;
+  return path;
 }
 
 std::string audit_log_path() { return state_dir() + "/audit.log"; }

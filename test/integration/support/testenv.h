@@ -79,6 +79,10 @@ ClientCertificate issue_client_certificate(const std::string& user,
 // A kubeconfig for a new client-certificate user (no RBAC rights unless granted).
 std::string kubeconfig_for_user(const std::string& user, const std::vector<std::string>& groups = {});
 
+// A copy of `kubeconfig` (next to it) whose server is `server` instead of server_url(), e.g. a fault
+// proxy in front of the API server (support/fault_proxy.h); returns its path.
+std::string kubeconfig_with_server(const std::string& kubeconfig, const std::string& server);
+
 // The API server's audit log (JSON lines; requires owns_control_plane()).
 std::string audit_log_path();
 

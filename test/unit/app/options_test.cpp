@@ -36,3 +36,19 @@ TEST_CASE("tracing flags: off by default, an endpoint and a ratio from 0 to 1", 
   CHECK(std::get<int>(parse({"--otlp-endpoint", "otel-collector:4318"})) != 0);
   CHECK(std::get<int>(parse({"--otlp-endpoint", "grpc://otel-collector:4317"})) != 0);
 }
+
+TEST_CASE(
+    "the watch stall timeout (--watch-stall-timeout) is 90 s by default and never below the bookmark "
+    "interval",
+    "[app][options]") {
+  const auto defaults = parse({});
+  REQUIRE(std::holds_alternative<Options>(defaults));
+  CHECK(std::get<Options>(defaults).watch_stall_timeout == std::chrono::seconds(90));
+
+  const auto set = parse({"--watch-stall-timeout", "2m"});
+  REQUIRE(std::holds_alternative<Options>(set));
+  CHECK(std::get<Options>(set).watch_stall_timeout == std::chrono::seconds(120));
+
+  // A timeout under a minute would cut every quiet healthy watch between two bookmarks.
+  CHECK(std::get<int>(parse({"--watch-stall-timeout", "30s"})) != 0);
+}

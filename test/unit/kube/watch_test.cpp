@@ -403,7 +403,7 @@ TEST_CASE("watcher: a throwing handler ends run with an error, not a crash", "[k
   CHECK(result.error().message.find("cache is broken") != std::string::npos);
 }
 
-TEST_CASE("watcher: timeoutSeconds is random within 5 to 10 minutes and below the idle timeout",
+TEST_CASE("watcher: timeoutSeconds is random within 5 to 10 minutes, whatever the stall timeout",
           "[kube][watch]") {
   std::stop_source stopper;
   auto source = std::make_shared<ScriptedSource>(stopper);
@@ -419,9 +419,42 @@ TEST_CASE("watcher: timeoutSeconds is random within 5 to 10 minutes and below th
     CHECK(seen.size() > 50);
   }
   {
+    // A healthy watch gets a bookmark every minute, so a short stall timeout does not shorten watches.
     WatcherOptions options = fast_options();
-    options.stream.idle_timeout = 5min;
+    options.stall_timeout = 70s;
     Watcher watcher(source, options);
-    for (int draw = 0; draw < 50; ++draw) CHECK(watcher.next_watch_timeout_seconds() <= 270);
+    for (int draw = 0; draw < 50; ++draw) CHECK(watcher.next_watch_timeout_seconds() >= 300);
   }
+}
+
+TEST_CASE("watcher: a stalled watch is dropped after the stall timeout and resumed without a relist",
+          "[kube][watch]") {
+  std::stop_source stopper;
+  auto source = std::make_shared<ScriptedSource>(stopper);
+  const std::string initial = event_line("ADDED", "a", "8") + bookmark_line("9", true);
+  // Events, then silence: the transport's idle timeout ends the stream (as it does for a stalled one).
+  source->watches.push_back({{initial, event_line("MODIFIED", "a", "10")},
+                             make_error(Reason::Timeout, "no data on /api/v1/configmaps for 70000 ms")});
+  source->watches.push_back({{event_line("MODIFIED", "a", "12")}, StreamEnd::ServerClosed});
+
+  WatcherOptions options = fast_options();
+  options.stall_timeout = 70s;
+  std::vector<Error> reported;
+  options.on_error = [&](const Error& error, std::chrono::milliseconds) { reported.push_back(error); };
+  Watcher watcher(source, options);
+  Recorder recorder;
+  REQUIRE(watcher.run(std::ref(recorder), stopper.get_token()).ok());
+
+  CHECK(recorder.events ==
+        std::vector<std::string>{"InitStart", "InitApply a 8", "InitDone 9", "Apply a 10", "Apply a 12"});
+  REQUIRE(source->watch_requests.size() >= 2);
+  for (const auto& request : source->watch_requests) CHECK(request.stream.idle_timeout == 70s);
+  // Resumed from the last event before the stall: an event sent into the dead connection comes again.
+  CHECK_FALSE(source->watch_requests[1].send_initial_events);
+  CHECK(source->watch_requests[1].resource_version == "10");
+  CHECK(source->list_requests.empty());
+  REQUIRE(reported.size() == 1);
+  CHECK(reported[0].reason == Reason::Timeout);
+  CHECK(reported[0].message.find("stalled: no event and no bookmark for 70 s") != std::string::npos);
+  CHECK(reported[0].message.find("resourceVersion 10") != std::string::npos);
 }
