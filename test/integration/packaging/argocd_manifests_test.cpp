@@ -78,15 +78,22 @@ std::string group_of(const YAML::Node& object) {
   return slash == std::string::npos ? "" : api_version.substr(0, slash);
 }
 
-// Argo CD's destination rule: allowed by a plain entry and refused by no '!' entry (glob patterns).
+// Argo CD's destination rule, as the pinned version implements it (AppProject.isDestinationMatched in
+// its module; every entry here names the in-cluster server or '*'): an entry matches a namespace its
+// glob matches, and a '!pattern' entry matches every namespace *except* those of the pattern. So a
+// '!' entry refuses what it names but allows everything else: alone next to `team-*` it would open
+// `default` and `kube-system` to the tenants.
 bool destination_allowed(const YAML::Node& project, const std::string& namespace_name) {
   bool allowed = false;
   for (const auto& destination : project["spec"]["destinations"]) {
     const std::string pattern = destination["namespace"].as<std::string>();
-    if (!pattern.empty() && pattern[0] == '!') {
-      if (fnmatch(pattern.c_str() + 1, namespace_name.c_str(), 0) == 0) return false;
-    } else if (fnmatch(pattern.c_str(), namespace_name.c_str(), 0) == 0) {
+    const bool deny = !pattern.empty() && pattern[0] == '!';
+    const bool matched = deny ? fnmatch(pattern.c_str() + 1, namespace_name.c_str(), 0) != 0
+                              : fnmatch(pattern.c_str(), namespace_name.c_str(), 0) == 0;
+    if (matched) {
       allowed = true;
+    } else if (deny) {
+      return false;
     }
   }
   return allowed;

@@ -1,0 +1,100 @@
+// The tenants' AppProject (config/argocd/apps/tenants-project.yaml) as a real Argo CD enforces it:
+// a commit under tenants/ that carries anything but MyResources in team-* namespaces is refused at
+// sync, and nothing of it reaches the cluster. Hidden ([.argocd-env]) like argocd_test.cpp: it needs
+// the argocd-env fixture of test/CMakeLists.txt.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <string>
+
+#include "argocd/argocd_support.h"
+
+using namespace myop;
+using namespace myop::argocd_testing;
+using namespace myop::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* kTenantApplication = "myresources-team-a";
+constexpr const char* kProject = "my-operator-tenants";
+
+std::string operation_message() {
+  return application_field(kTenantApplication, "{.status.operationState.message}");
+}
+
+bool exists(const std::string& what) { return testenv::kubectl("get " + what).ok(); }
+
+}  // namespace
+
+TEST_CASE(
+    "argocd: the tenants' project refuses a ClusterRoleBinding a Deployment and MyResources outside team "
+    "namespaces",
+    "[.argocd-env][argocd]") {
+  const std::string folder = "tenants/team-a/";
+  const std::string escalation =
+      "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: "
+      "team-a-escalation\n"
+      "roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: cluster-admin\n"
+      "subjects:\n  - apiGroup: rbac.authorization.k8s.io\n    kind: Group\n    name: team-a-developers\n";
+  const std::string deployment =
+      "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: team-a-sneaky\nspec:\n  replicas: 1\n"
+      "  selector:\n    matchLabels: {app: sneaky}\n  template:\n    metadata:\n      labels: {app: sneaky}\n"
+      "    spec:\n      containers:\n        - name: app\n          image: registry.example.com/sneaky:v1\n";
+  const auto myresource_in = [](const std::string& name, const std::string& namespace_name) {
+    return "apiVersion: myorg.io/v1alpha1\nkind: MyResource\nmetadata:\n  name: " + name +
+           "\n  namespace: " + namespace_name + "\nspec:\n  image: registry.example.com/team-a/web:v1\n";
+  };
+  // One commit with all four: Argo CD validates every resource before it applies any, and reports
+  // each refusal in the failed operation's message.
+  const std::string bad = commit_to_apps(
+      "tenant commit beyond its project",
+      "mkdir -p " + folder + " && printf '%s' " + shell_quoted(escalation) + " > " + folder +
+          "escalation.yaml && printf '%s' " + shell_quoted(deployment) + " > " + folder +
+          "sneaky.yaml && printf '%s' " + shell_quoted(myresource_in("takeover", "my-operator-system")) +
+          " > " + folder + "takeover.yaml && printf '%s' " +
+          shell_quoted(myresource_in("elsewhere", "default")) + " > " + folder + "elsewhere.yaml");
+  refresh(kTenantApplication);
+  const std::string refusals[] = {
+      "resource rbac.authorization.k8s.io:ClusterRoleBinding is not permitted in project " +
+          std::string(kProject),
+      "resource apps:Deployment is not permitted in project " + std::string(kProject),
+      "namespace my-operator-system is not permitted in project '" + std::string(kProject) + "'",
+      "namespace default is not permitted in project '" + std::string(kProject) + "'",
+  };
+  {
+    INFO(describe_application(kTenantApplication));
+    REQUIRE(eventually(
+        [&] {
+          if (application_field(kTenantApplication, "{.status.operationState.operation.sync.revision}") !=
+              bad)
+            return false;
+          const std::string message = operation_message();
+          for (const auto& refusal : refusals)
+            if (message.find(refusal) == std::string::npos) return false;
+          return true;
+        },
+        180s));
+  }
+  CHECK(application_field(kTenantApplication, "{.status.operationState.phase}") != "Succeeded");
+  CHECK(sync_status(kTenantApplication) == "OutOfSync");
+  // Nothing of the commit was applied: Argo CD refuses the whole sync.
+  CHECK_FALSE(exists("clusterrolebinding team-a-escalation"));
+  CHECK_FALSE(exists("deployment team-a-sneaky -n team-a"));
+  CHECK_FALSE(exists("myresource takeover -n my-operator-system"));
+  CHECK_FALSE(exists("myresource elsewhere -n default"));
+
+  // The tenant removes the commit: the Application syncs again, and the tenant's own MyResource
+  // was never touched.
+  const std::string fixed =
+      commit_to_apps("revert the commit beyond the project", "git revert --no-edit HEAD");
+  refresh(kTenantApplication);
+  INFO(describe_application(kTenantApplication));
+  REQUIRE(eventually(
+      [&] {
+        return current_revision(kTenantApplication) == fixed && sync_status(kTenantApplication) == "Synced";
+      },
+      180s));
+  CHECK(exists("myresource web -n team-a"));  // the refused sync pruned nothing either
+  CHECK_FALSE(exists("clusterrolebinding team-a-escalation"));
+}
