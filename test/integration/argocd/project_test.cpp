@@ -31,6 +31,10 @@ TEST_CASE(
     "argocd: the tenants' project refuses a ClusterRoleBinding a Deployment and MyResources outside team "
     "namespaces",
     "[.argocd-env][argocd]") {
+  // The operator runs so that MyResources an earlier test removed from git can be pruned (their
+  // finalizer), which the clean sync at the end depends on.
+  OperatorProcess running(chart_operator_options("argocd-project"));
+  running.start();
   const std::string folder = "tenants/team-a/";
   const std::string escalation =
       "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: "
@@ -85,9 +89,13 @@ TEST_CASE(
   CHECK_FALSE(exists("myresource elsewhere -n default"));
 
   // The tenant removes the commit: the Application syncs again, and the tenant's own MyResource
-  // was never touched.
+  // was never touched. The failed operation would retry the refused revision with backoff first;
+  // end it as `argocd app terminate-op` does.
   const std::string fixed =
       commit_to_apps("revert the commit beyond the project", "git revert --no-edit HEAD");
+  testenv::kubectl(
+      "patch application " + std::string(kTenantApplication) +
+      " -n argocd --type merge -p '{\"status\":{\"operationState\":{\"phase\":\"Terminating\"}}}'");
   refresh(kTenantApplication);
   INFO(describe_application(kTenantApplication));
   REQUIRE(eventually(
