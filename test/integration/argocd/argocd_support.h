@@ -20,6 +20,9 @@ namespace myop::argocd_testing {
 
 using namespace std::chrono_literals;
 
+// The Application the shipped ApplicationSet makes of tenants/team-a of the apps repository.
+constexpr const char* kTenantApplication = "myresources-team-a";
+
 inline std::string shell_quoted(const std::string& text) {
   std::string quoted = "'";
   for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);

@@ -19,8 +19,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr const char* kTenantApplication = "myresources-team-a";
-
 std::string stable_image(const std::string& name) {
   return jsonpath("deployment", "team-a", name, "{.spec.template.spec.containers[0].image}");
 }

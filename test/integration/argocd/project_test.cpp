@@ -16,7 +16,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr const char* kTenantApplication = "myresources-team-a";
 constexpr const char* kProject = "my-operator-tenants";
 
 std::string operation_message() {
