@@ -571,3 +571,86 @@ TEST_CASE("conversion: random objects survive v1beta1 -> v1alpha1 -> v1beta1 and
   }
   CHECK(with_kept_values > 100);
 }
+
+namespace {
+
+// Canonical JSON of a v1beta1 object without its kept v1alpha1 values (and the annotations map they leave
+// empty).
+std::string without_kept_values(const kube::Object& beta) {
+  kube::Object copy = beta.deep_copy();
+  copy.erase_annotation(kV1alpha1ValuesAnnotation);
+  kube::JsonValue& metadata = member_at(copy, {"metadata"});
+  const kube::JsonValue* annotations = kube::find_member(metadata, "annotations");
+  if (annotations != nullptr && annotations->ObjectEmpty()) metadata.EraseMember("annotations");
+  return kube::canonical_json(copy.json());
+}
+
+// A user's edit of an object read as v1beta1: the moved fields set, changed or removed.
+void edit_moved_fields(kube::Object& beta, std::mt19937& random) {
+  auto chance = [&](int percent) { return std::uniform_int_distribution<int>(0, 99)(random) < percent; };
+  kube::JsonValue& spec = member_at(beta, {"spec"});
+  if (chance(50)) {
+    if (kube::find_member(spec, "canary") == nullptr)
+      beta.set_member(spec, "canary", parse_json("{}").json());
+    kube::JsonValue& canary = member_at(beta, {"spec", "canary"});
+    if (chance(70)) {
+      beta.set_member(canary, "enabled", kube::JsonValue(chance(50)));
+    } else {
+      canary.EraseMember("enabled");
+    }
+    if (chance(50)) beta.set_string_member(canary, "targetVersion", chance(50) ? "3.0.0" : "1.8.0");
+  }
+  if (chance(50)) {
+    if (chance(20)) {
+      spec.EraseMember("features");
+    } else {
+      std::string features = "{";
+      if (chance(50)) features += std::string(R"("canary":)") + (chance(50) ? "true" : "false");
+      if (chance(50)) features += std::string(features.size() > 1 ? "," : "") + R"("orphanPolicy":"delete")";
+      beta.set_member(spec, "features", parse_json(features + "}").json());
+    }
+  }
+  if (chance(30)) beta.set_member(spec, "replicas", kube::JsonValue(7));
+}
+
+}  // namespace
+
+TEST_CASE("conversion: after an edit in v1beta1 the v1alpha1 object means what the edited one says",
+          "[myresource][conversion][property]") {
+  const std::uint32_t first = base_seed();
+  for (std::uint32_t seed = first; seed < first + 2000; ++seed) {
+    kube::Object alpha = RandomMyResource(seed).alpha();
+    INFO("seed " << seed << " (MYOP_CONVERSION_SEED=" << seed
+                 << " reproduces it first)\nv1alpha1: " << kube::canonical_json(alpha.json()));
+    auto beta = convert_myresource(alpha.json(), kApiVersionV1beta1);
+    REQUIRE(beta.ok());
+    std::mt19937 random(seed);
+    edit_moved_fields(*beta, random);
+    INFO("edited v1beta1: " << kube::canonical_json(beta->json()));
+    auto edited = convert_myresource(beta->json(), kApiVersionV1alpha1);
+    REQUIRE(edited.ok());
+    INFO("v1alpha1 of it: " << kube::canonical_json(edited->json()));
+
+    const kube::JsonValue* enabled = beta->view().find({"spec", "canary", "enabled"});
+    REQUIRE(runs_canary(edited->view().annotation(kCanaryAnnotation)) ==
+            (enabled != nullptr && enabled->IsTrue()));
+    const kube::JsonValue* target = beta->view().find({"spec", "canary", "targetVersion"});
+    std::optional<std::string_view> alpha_target = edited->view().annotation(kTargetVersionAnnotation);
+    REQUIRE(alpha_target.has_value() == (target != nullptr));
+    if (target) REQUIRE(*alpha_target == target->GetString());
+    const kube::JsonValue* features = beta->view().find({"spec", "features"});
+    std::optional<std::string_view> alpha_features = edited->view().annotation(kFeaturesAnnotation);
+    REQUIRE(alpha_features.has_value() == (features != nullptr));
+    if (features) {
+      for (const Features& base : {Features{}, Features{false, false, OrphanPolicy::Delete}}) {
+        REQUIRE(apply_feature_overrides(base, *alpha_features).features ==
+                apply_feature_overrides(base, features_annotation(*features)).features);
+      }
+    }
+    REQUIRE(canonical_at(*edited, {"spec", "replicas"}) == canonical_at(*beta, {"spec", "replicas"}));
+    // And the edited object comes back as it was edited, but for kept values that no longer apply.
+    auto again = convert_myresource(edited->json(), kApiVersionV1beta1);
+    REQUIRE(again.ok());
+    REQUIRE(without_kept_values(*again) == without_kept_values(*beta));
+  }
+}
