@@ -23,8 +23,9 @@
 // The kept annotation's value is a JSON object: for each place, its JSON Pointer (RFC 6901) and a
 // list of the original value, or an empty list when the place was absent, e.g.
 //   {"/metadata/annotations/myorg.io~1canary":["yes"]}
-// Both annotation names are reserved for the conversion. One that is not in this exact form (a
-// value set by hand) is an ordinary annotation and survives like any other.
+// Both annotation names are reserved for the conversion: a value in this form is read as kept values.
+// A value not in this form (places other than those the conversion writes, another shape) is an
+// ordinary annotation and survives like any other.
 #pragma once
 
 #include <string>
