@@ -251,6 +251,10 @@ TEST_CASE(
   // A healthy watch is never taken for a stalled one: bookmarks come more often than the timeout.
   CHECK_FALSE(log_contains(operator_process.log_path(), "stalled: no event and no bookmark"));
 
+  const std::string stalls_of_myresources =
+      "myoperator_watch_stalls_total{resource=\"myresources.myorg.io\"}";
+  CHECK(operator_process.metric(stalls_of_myresources) == 0);
+
   const std::size_t mark = audit_mark();
   scenario.proxy->add_stall("stall");
   const auto stalled_at = std::chrono::steady_clock::now();
@@ -277,10 +281,13 @@ TEST_CASE(
   };
   const bool noticed = eventually(stall_reported, 100s);
   const double noticed_after = seconds_since(stalled_at);
+  // Counted before it is logged: the log line is the witness that the count is due.
+  const double stalls_counted = operator_process.metric(stalls_of_myresources);
   scenario.proxy->remove("stall");
   INFO("operator log:\n" << operator_process.log_tail(30));
   REQUIRE(noticed);
   CHECK(noticed_after <= 70 + 10);
+  CHECK(stalls_counted >= 1);
 
   // The new watch resumes from the resourceVersion it had (no relist) and brings the change.
   REQUIRE(eventually([&] { return deployment_rolled(ns.name(), "web", "nginx:1.27.2"); }, 60s));
@@ -313,7 +320,8 @@ TEST_CASE(
   CHECK(resumed);
   CHECK_FALSE(relisted);
   CHECK(deployment_writes == std::map<std::string, int>{{"web", 1}});
-  WARN("stall: noticed " << noticed_after << " s after the stall began (bound 70 s + backoff), the change "
+  WARN("stall: noticed " << noticed_after << " s after the stall began (bound 70 s + backoff), "
+                         << stalls_counted << " stall(s) of the MyResource watch counted, the change "
                          << "reached the Deployment after " << delivered_after << " s; test took "
                          << seconds_since(scenario.started) << " s");
 }
