@@ -540,19 +540,26 @@ double audit_seconds(const std::string& timestamp) {
   return static_cast<double>(timegm(&utc)) + fraction;
 }
 
-// A PriorityLevelConfiguration with the smallest share there is (1 against the defaults' ~245, so about
-// 3 of the server's 600 seats) that rejects what does not fit, and a FlowSchema that puts every request
-// of `users` in it. Removed on destruction.
+// A PriorityLevelConfiguration with the smallest share there is (1 against the defaults' 245, so 3 of
+// the server's 600 seats) that borrows no seats from other levels (borrowingLimitPercent 0: without it
+// a level may borrow up to the whole server) and lends none, and a FlowSchema that puts every request
+// of `users` in it. One queue (handSize 1: every flow in it) of `queue_length` requests: a request that
+// finds the seats taken and the queue full is refused with 429 at once, whatever the timing. Removed
+// on destruction.
 class TinyPriorityLevel {
  public:
-  TinyPriorityLevel(const std::string& name, const std::vector<std::string>& users) : name_(name) {
+  TinyPriorityLevel(const std::string& name, const std::vector<std::string>& users, int queue_length)
+      : name_(name) {
     std::string subjects;
     for (const auto& user : users) subjects += "    - kind: User\n      user:\n        name: " + user + "\n";
     const auto applied = testenv::kubectl_apply(
         "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: PriorityLevelConfiguration\nmetadata:\n  name: " +
         name_ +
         "\nspec:\n  type: Limited\n  limited:\n    nominalConcurrencyShares: 1\n    lendablePercent: 0\n"
-        "    limitResponse:\n      type: Reject\n---\n"
+        "    borrowingLimitPercent: 0\n    limitResponse:\n      type: Queue\n      queuing:\n"
+        "        queues: 1\n        handSize: 1\n        queueLengthLimit: " +
+        std::to_string(queue_length) +
+        "\n---\n"
         "apiVersion: flowcontrol.apiserver.k8s.io/v1\nkind: FlowSchema\nmetadata:\n  name: " +
         name_ + "\nspec:\n  priorityLevelConfiguration:\n    name: " + name_ +
         "\n  matchingPrecedence: 500\n  distinguisherMethod:\n    type: ByUser\n  rules:\n  - subjects:\n" +
@@ -566,6 +573,17 @@ class TinyPriorityLevel {
   ~TinyPriorityLevel() {
     testenv::kubectl("delete flowschema " + name_ + " --ignore-not-found");
     testenv::kubectl("delete prioritylevelconfiguration " + name_ + " --ignore-not-found");
+  }
+  // The most seats the level may use (nominal + borrowable), as the API server reports it; 0 when it
+  // does not report it yet.
+  int seats() const {
+    const std::string sample = "apiserver_flowcontrol_upper_limit_seats{priority_level=\"" + name_ + "\"} ";
+    std::istringstream lines(testenv::kubectl_or_fail("get --raw /metrics"));
+    std::string line;
+    while (std::getline(lines, line))
+      if (line.rfind(sample, 0) == 0)
+        return static_cast<int>(std::strtod(line.c_str() + sample.size(), nullptr));
+    return 0;
   }
   TinyPriorityLevel(const TinyPriorityLevel&) = delete;
   TinyPriorityLevel& operator=(const TinyPriorityLevel&) = delete;
@@ -602,15 +620,23 @@ class LoadUser {
 
 }  // namespace
 
-// The API server's Priority and Fairness gives the operator's user about 3 seats, shared with a load
-// generator, and rejects the rest with 429 + Retry-After (1 s). Bound: no write is
-// sent again sooner than Retry-After after its 429; once the other client stops, every MyResource
-// converges with one Deployment.
+// The API server's Priority and Fairness gives the operator's user 3 seats and a queue of 20, shared with
+// a load generator that keeps both full, and refuses the rest with 429 + Retry-After (1 s, doubled by
+// the server up to 32 s while it keeps refusing). The load stops after 20 s; the operator must be behind
+// then (not every MyResource converged), or the run cannot show convergence after load and fails. Bound: no
+// write is sent again sooner than Retry-After after its 429; once the load stops, every MyResource converges
+// with one Deployment within 90 s (a Retry-After of at most 32 s, plus the client's 20 % jitter, then the
+// work left).
 TEST_CASE(
-    "Priority and Fairness gives the operator a tiny share: 429s are honoured and nothing is lost until it "
-    "converges",
+    "Priority and Fairness gives the operator a tiny share: 429s are honoured and nothing is lost and it "
+    "converges once the load falls",
     "[myresource][operator][faults]") {
   constexpr int kCount = 60;
+  // Above the operator's own requests in flight (16 workers, the event recorder), so that once the load
+  // stops the operator alone is queued, not refused.
+  constexpr int kQueueLength = 20;
+  constexpr auto kLoad = 20s;
+  constexpr double kConvergedBound = 90;  // seconds after the load stopped
   FaultScenario scenario("apf", Proxy::without);
   const auto& ns = scenario.ns;
   const std::string& user = scenario.user;
@@ -622,10 +648,16 @@ TEST_CASE(
   // The load runs as a user of its own in the same priority level, so the audit log tells the
   // operator's requests apart.
   LoadUser load_user(user + "-load");
-  TinyPriorityLevel tiny("myop-faults-apf", {user, load_user.name()});
+  TinyPriorityLevel tiny("myop-faults-apf", {user, load_user.name()}, kQueueLength);
+  int seats = 0;
+  REQUIRE(eventually([&] { return (seats = tiny.seats()) > 0; }, 30s));
   const std::size_t mark = audit_mark();
 
-  // The load: listing MyResources from 6 threads without pause.
+  // The load: a thread for every seat and every place in the queue, each listing MyResources without
+  // pause, and 4 more whose lists find the queue full and are sent again at once: a place that frees
+  // is taken again within about a millisecond, so the operator's requests nearly always find the
+  // queue full.
+  const int load_threads = seats + kQueueLength + 4;
   std::atomic<bool> stop_load{false};
   std::vector<std::thread> load;
   // No retries: a refused list is sent again at once, so the pressure stays. The clients are made here:
@@ -633,7 +665,7 @@ TEST_CASE(
   kube::TransportOptions load_transport;
   load_transport.retry.max_retries = 0;
   std::vector<std::shared_ptr<kube::Client>> load_clients;
-  for (int thread = 0; thread < 6; ++thread)
+  for (int thread = 0; thread < load_threads; ++thread)
     load_clients.push_back(
         std::make_shared<kube::Client>(kube::testing::client_for(load_user.config(), load_transport)));
   for (const auto& load_client : load_clients) {
@@ -644,17 +676,30 @@ TEST_CASE(
     });
   }
   apply_myresources(ns.name(), "app", kCount, "nginx:1.27.1");
-  std::this_thread::sleep_for(20s);
+  std::this_thread::sleep_for(kLoad);
+  // The moment the load falls: how far the operator got, and how often it was refused.
   const std::size_t ready_under_load = count_ready(*client, ns.name());
+  const double refused_under_load =
+      metric_sum(operator_process.metrics(), "rest_client_requests_total", "code=\"429\"");
   stop_load = true;
   for (auto& thread : load) thread.join();
   const auto load_stopped = std::chrono::steady_clock::now();
+  INFO(ready_under_load << " of " << kCount << " Ready for their generation when the load stopped, after "
+                        << refused_under_load << " requests of the operator were refused with 429");
+  // Convergence after the load can only be shown if the operator is behind when it stops.
+  if (ready_under_load >= static_cast<std::size_t>(kCount))
+    FAIL(
+        "the load was too light: every MyResource converged under load, so this run cannot show that "
+        "the operator converges once the load falls");
+  CHECK(refused_under_load > 0);
 
   const bool converged = scenario.all_ready(kCount, 180s);
   const double converged_after = seconds_since(load_stopped);
-  INFO("Ready: " << scenario.last_ready << " of " << kCount << "\noperator log:\n"
+  INFO("Ready: " << scenario.last_ready << " of " << kCount << " " << converged_after
+                 << " s after the load stopped\noperator log:\n"
                  << operator_process.log_tail(30));
   REQUIRE(converged);
+  CHECK(converged_after <= kConvergedBound);
   const auto problems = one_current_deployment_each(*client, ns.name());
   INFO("problems:\n" << describe(problems));
   CHECK(problems.empty());
@@ -685,11 +730,13 @@ TEST_CASE(
   REQUIRE(refused_writes > 0);  // the fault happened
   CHECK(throttled >= refused_writes);
   CHECK(shortest_retry >= 0.9);  // Retry-After: 1 (less the audit log's timestamp rounding)
-  WARN("Priority and Fairness: " << refused_writes << " writes refused with 429, shortest retry "
+  WARN("Priority and Fairness: " << seats << " seats, " << load_threads << " load threads; " << refused_writes
+                                 << " writes refused with 429 (" << refused_under_load
+                                 << " requests under load, " << throttled << " in all), shortest retry "
                                  << shortest_retry << " s later; " << ready_under_load << " of " << kCount
-                                 << " Ready under load, all " << converged_after
-                                 << " s after the load stopped; "
-                                 << "test took " << seconds_since(scenario.started) << " s");
+                                 << " Ready when the load stopped, all " << converged_after
+                                 << " s after (bound " << kConvergedBound << " s); test took "
+                                 << seconds_since(scenario.started) << " s");
 }
 
 // Two replicas with --leader-elect; the leader reaches the API server through a proxy that turns into a
