@@ -648,7 +648,9 @@ TEST_CASE(
   // The load runs as a user of its own in the same priority level, so the audit log tells the
   // operator's requests apart.
   LoadUser load_user(user + "-load");
-  TinyPriorityLevel tiny("myop-faults-apf", {user, load_user.name()}, kQueueLength);
+  // Named after the namespace: the API server keeps the Retry-After it grew for a level's name (up to 32 s)
+  // after the level is deleted, so a second run under the same name would start where the first ended.
+  TinyPriorityLevel tiny(ns.name(), {user, load_user.name()}, kQueueLength);
   int seats = 0;
   REQUIRE(eventually([&] { return (seats = tiny.seats()) > 0; }, 30s));
   const std::size_t mark = audit_mark();
@@ -708,17 +710,23 @@ TEST_CASE(
   const auto entries = audit_entries(user, mark);
   int refused_writes = 0;
   double shortest_retry = 1e9;
+  std::string shortest_retry_of;
   for (std::size_t at = 0; at < entries.size(); ++at) {
     const auto& entry = entries[at];
     if (entry.code != 429 || entry.verb == "list" || entry.verb == "watch" || entry.verb == "get") continue;
     ++refused_writes;
+    // A create without a name in the audit log (an Event's) cannot be told from the next one.
+    if (entry.name.empty()) continue;
     for (std::size_t next = at + 1; next < entries.size(); ++next) {
       const auto& again = entries[next];
       if (again.verb == entry.verb && again.resource == entry.resource &&
           again.subresource == entry.subresource && again.namespace_ == entry.namespace_ &&
           again.name == entry.name) {
-        shortest_retry =
-            std::min(shortest_retry, audit_seconds(again.received) - audit_seconds(entry.completed));
+        const double waited = audit_seconds(again.received) - audit_seconds(entry.completed);
+        if (waited < shortest_retry) {
+          shortest_retry = waited;
+          shortest_retry_of = entry.describe() + " at " + entry.completed + ", again at " + again.received;
+        }
         break;
       }
     }
@@ -726,7 +734,7 @@ TEST_CASE(
   const double throttled =
       metric_sum(operator_process.metrics(), "rest_client_requests_total", "code=\"429\"");
   INFO(refused_writes << " writes refused with 429; the shortest wait before one was sent again: "
-                      << shortest_retry << " s");
+                      << shortest_retry << " s (" << shortest_retry_of << ")");
   REQUIRE(refused_writes > 0);  // the fault happened
   CHECK(throttled >= refused_writes);
   CHECK(shortest_retry >= 0.9);  // Retry-After: 1 (less the audit log's timestamp rounding)
