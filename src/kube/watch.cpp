@@ -276,6 +276,7 @@ Watcher::StepOutcome Watcher::stream(bool initial, const WatcherEventHandler& on
         " s (the API server sends a bookmark about every minute); dropping the connection and " +
         (initial_done ? "resuming from resourceVersion " + resource_version()
                       : std::string("starting the initial state over"));
+    if (options_.on_stall) options_.on_stall();
   }
   if (!stream_error && result.ok() && !initial_done) {
     stream_error = make_error(Reason::Unknown, "the stream ended before the initial-events-end bookmark");

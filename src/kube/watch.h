@@ -104,6 +104,10 @@ struct WatcherOptions {
   // Called for every failure the watcher recovers from (it always does), with the wait before the next
   // attempt; for logs and metrics. A stall is an Error with reason Timeout. May be empty.
   std::function<void(const Error& error, std::chrono::milliseconds retry_in)> on_error;
+  // Called each time a watch is dropped as stalled (stall_timeout without a byte on a stream that was
+  // flowing), before on_error reports it; not for any other end or error. For a stall counter. May be
+  // empty.
+  std::function<void()> on_stall;
 };
 
 // Receives events in order on the thread that called run(). An exception thrown by it ends run() with

@@ -10,8 +10,21 @@ namespace myop::runtime {
 
 std::string resource_id(const kube::ResourceType& type) { return type.api_version() + "/" + type.resource; }
 
+std::string resource_label(const kube::ResourceType& type) {
+  return type.group.empty() ? type.resource : type.resource + "." + type.group;
+}
+
 InformerRegistry::InformerRegistry(std::shared_ptr<kube::Client> client, InformerRegistryOptions options)
-    : client_(std::move(client)), options_(std::move(options)) {}
+    : client_(std::move(client)), options_(std::move(options)) {
+  if (options_.registry) {
+    stalls_ = &prometheus::BuildCounter()
+                   .Name("myoperator_watch_stalls_total")
+                   .Help(
+                       "Watches dropped as stalled (no event and no bookmark for --watch-stall-timeout), "
+                       "by resource")
+                   .Register(*options_.registry);
+  }
+}
 
 InformerRegistry::~InformerRegistry() { stop(); }
 
@@ -38,6 +51,15 @@ std::shared_ptr<InformerSet> InformerRegistry::informer(const kube::ResourceType
   if (!scope.field_selector.empty()) options.name += "[" + scope.field_selector + "]";
   options.watcher.label_selector = scope.label_selector;
   options.watcher.field_selector = scope.field_selector;
+  if (stalls_ != nullptr) {
+    // Made now, so the series reads 0 until the first stall. The callback holds the registry: an
+    // informer set may outlive this registry.
+    prometheus::Counter* stalls = &stalls_->Add({{"resource", resource_label(type)}});
+    options.watcher.on_stall = [registry = options_.registry, stalls, also = options.watcher.on_stall] {
+      stalls->Increment();
+      if (also) also();
+    };
+  }
   auto informers = scope.sharded
                        ? std::make_shared<InformerSet>(client_, type, InformerSet::Sharded{}, options)
                        : std::make_shared<InformerSet>(client_, type, scope.namespaces, options);

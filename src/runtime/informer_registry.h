@@ -16,6 +16,10 @@
 #include <tuple>
 #include <vector>
 
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/registry.h>
+
 #include "kube/client.h"
 #include "kube/resource.h"
 #include "runtime/informer_set.h"
@@ -38,6 +42,9 @@ struct InformerScope {
 struct InformerRegistryOptions {
   // Applied to every informer: resync period, clock, transform, watcher tuning.
   InformerOptions informer{};
+  // Where myoperator_watch_stalls_total{resource} counts the watches dropped as stalled (the Manager
+  // sets its own). Null: not counted.
+  std::shared_ptr<prometheus::Registry> registry;
 };
 
 class InformerRegistry final : public Runnable {
@@ -75,6 +82,7 @@ class InformerRegistry final : public Runnable {
 
   std::shared_ptr<kube::Client> client_;
   InformerRegistryOptions options_;
+  prometheus::Family<prometheus::Counter>* stalls_ = nullptr;  // null without a registry
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;
   bool started_ = false;
@@ -82,5 +90,8 @@ class InformerRegistry final : public Runnable {
 
 // "myorg.io/v1alpha1/myresources" (the registry's and the logs' name of a kind).
 std::string resource_id(const kube::ResourceType& type);
+
+// "deployments.apps", "configmaps" (kubectl's name of a kind; the stall counter's resource label).
+std::string resource_label(const kube::ResourceType& type);
 
 }  // namespace myop::runtime

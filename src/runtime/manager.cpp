@@ -43,6 +43,7 @@ Manager::Manager(ManagerOptions options) : options_(std::move(options)) {
   if (!options_.registry) options_.registry = std::make_shared<prometheus::Registry>();
   if (!options_.clock) options_.clock = base::system_clock();
   if (options_.client) {
+    if (!options_.informers.registry) options_.informers.registry = options_.registry;
     informers_ = std::make_shared<InformerRegistry>(options_.client, options_.informers);
     writer_ = std::make_shared<Writer>(options_.client, informers_, options_.field_manager);
     runnables_.push_back(informers_);

@@ -458,3 +458,36 @@ TEST_CASE("watcher: a stalled watch is dropped after the stall timeout and resum
   CHECK(reported[0].message.find("stalled: no event and no bookmark for 70 s") != std::string::npos);
   CHECK(reported[0].message.find("resourceVersion 10") != std::string::npos);
 }
+
+TEST_CASE("watcher: on_stall is called for each watch dropped as stalled and for no other end or error",
+          "[kube][watch]") {
+  std::stop_source stopper;
+  auto source = std::make_shared<ScriptedSource>(stopper);
+  const std::string initial = event_line("ADDED", "a", "8") + bookmark_line("9", true);
+  // An ordinary end (the server's timeoutSeconds), a broken stream, a stall, then silence again.
+  source->watches.push_back({{initial, event_line("MODIFIED", "a", "10")}, StreamEnd::ServerClosed});
+  source->watches.push_back(
+      {{event_line("MODIFIED", "a", "11")}, make_error(Reason::Transport, "the stream broke: reset")});
+  source->watches.push_back({{event_line("MODIFIED", "a", "12")},
+                             make_error(Reason::Timeout, "no data on /api/v1/configmaps for 70000 ms")});
+  source->watches.push_back({{event_line("MODIFIED", "a", "13")}, StreamEnd::ServerClosed});
+  source->watches.push_back({{event_line("MODIFIED", "a", "14")},
+                             make_error(Reason::Timeout, "no data on /api/v1/configmaps for 70000 ms")});
+
+  WatcherOptions options = fast_options();
+  options.stall_timeout = 70s;
+  std::vector<std::string> calls;
+  options.on_stall = [&] { calls.push_back("stall"); };
+  options.on_error = [&](const Error& error, std::chrono::milliseconds) {
+    calls.push_back("error " + std::string(reason_name(error.reason)));
+  };
+  Watcher watcher(source, options);
+  Recorder recorder;
+  REQUIRE(watcher.run(std::ref(recorder), stopper.get_token()).ok());
+
+  CHECK(recorder.events == std::vector<std::string>{"InitStart", "InitApply a 8", "InitDone 9", "Apply a 10",
+                                                    "Apply a 11", "Apply a 12", "Apply a 13", "Apply a 14"});
+  // Each stall once, before its error is reported; the clean end and the broken stream are no stalls.
+  CHECK(calls ==
+        std::vector<std::string>{"error Transport", "stall", "error Timeout", "stall", "error Timeout"});
+}

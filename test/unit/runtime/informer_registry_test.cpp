@@ -1,0 +1,84 @@
+// The informer registry's stall counter, against a transport whose watches end on cue (the real server
+// is in test/integration/runtime/informer_test.cpp; a real stall in
+// test/integration/myresource/faults_test.cpp).
+#include "runtime/informer_registry.h"
+
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "metrics_reader.h"
+#include "support/eventually.h"
+
+using namespace std::chrono_literals;
+using namespace myop;
+using namespace myop::runtime;
+using myop::runtime::testing::metric_value;
+using myop::testing::eventually;
+
+namespace {
+
+// Every watch sends one bookmark and then ends: Deployments' watches with the transport's idle
+// timeout (a stall), ConfigMaps' as the server closing them (an ordinary end).
+class EndingWatchesTransport final : public kube::Transport {
+ public:
+  kube::Result<kube::Response> send(const kube::Request&, std::stop_token) override {
+    return kube::make_error(kube::Reason::Transport, "no requests here");
+  }
+  kube::Result<kube::StreamEnd> stream(const kube::Request& request, const kube::ChunkHandler& on_chunk,
+                                       std::stop_token, const kube::StreamOptions&) override {
+    const bool deployments = request.path.find("/deployments") != std::string::npos;
+    {
+      std::lock_guard lock(mutex_);
+      ++watches_[deployments ? "deployments" : "configmaps"];
+    }
+    on_chunk(R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}})"
+             "\n");
+    if (deployments) return kube::make_error(kube::Reason::Timeout, "no data on " + request.path);
+    return kube::StreamEnd::ServerClosed;
+  }
+  const std::string& host() const override { return host_; }
+
+  int watches(const std::string& resource) {
+    std::lock_guard lock(mutex_);
+    return watches_[resource];
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<std::string, int> watches_;
+  std::string host_ = "test:443";
+};
+
+}  // namespace
+
+TEST_CASE("informer registry: myoperator_watch_stalls_total counts stalled watches by resource",
+          "[runtime][informer][metrics]") {
+  auto transport = std::make_shared<EndingWatchesTransport>();
+  auto metrics = std::make_shared<prometheus::Registry>();
+  InformerRegistryOptions options;
+  options.registry = metrics;
+  options.informer.watcher.backoff.initial = 1ms;
+  options.informer.watcher.backoff.maximum = 4ms;
+  InformerRegistry registry(std::make_shared<kube::Client>(transport, "informer-registry-test"), options);
+  InformerScope scope;
+  scope.namespaces = {"team-a"};
+  registry.informer(kube::resources::deployments(), scope);
+  registry.informer(kube::resources::config_maps(), scope);
+  // The series exist from the start, at 0.
+  CHECK(metric_value(*metrics, "myoperator_watch_stalls_total", {{"resource", "deployments.apps"}}) == 0);
+  CHECK(metric_value(*metrics, "myoperator_watch_stalls_total", {{"resource", "configmaps"}}) == 0);
+
+  registry.start();
+  REQUIRE(eventually(
+      [&] { return transport->watches("deployments") >= 3 && transport->watches("configmaps") >= 3; }));
+  registry.stop();
+  const auto stalls =
+      metric_value(*metrics, "myoperator_watch_stalls_total", {{"resource", "deployments.apps"}});
+  REQUIRE(stalls.has_value());
+  CHECK(*stalls >= 2);
+  CHECK(*stalls <= transport->watches("deployments"));
+  CHECK(metric_value(*metrics, "myoperator_watch_stalls_total", {{"resource", "configmaps"}}) == 0);
+}
