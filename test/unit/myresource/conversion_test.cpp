@@ -496,6 +496,21 @@ std::uint32_t base_seed() {
   return text == nullptr ? 20u : static_cast<std::uint32_t>(std::strtoul(text, nullptr, 10));
 }
 
+// `object` converted to `to`, after requiring that converting that back to `back_to` (the object's own
+// version) gives `object` unchanged; counts in `kept` the conversions that needed `kept_annotation`.
+std::optional<kube::Object> round_trip(const kube::Object& object, std::string_view to,
+                                       std::string_view back_to, std::string_view kept_annotation,
+                                       int& kept) {
+  auto converted = convert_myresource(object.json(), to);
+  REQUIRE(converted.ok());
+  INFO(to << ": " << kube::canonical_json(converted->json()));
+  if (converted->view().annotation(kept_annotation)) ++kept;
+  auto back = convert_myresource(converted->json(), back_to);
+  REQUIRE(back.ok());
+  REQUIRE(kube::canonical_json(back->json()) == kube::canonical_json(object.json()));
+  return std::move(*converted);
+}
+
 // What the operator makes of the v1alpha1 canary annotation: a canary runs for exactly "true".
 bool runs_canary(std::optional<std::string_view> annotation) { return annotation == "true"; }
 
@@ -509,13 +524,9 @@ TEST_CASE("conversion: random objects survive v1alpha1 -> v1beta1 -> v1alpha1 an
     kube::Object alpha = RandomMyResource(seed).alpha();
     INFO("seed " << seed << " (MYOP_CONVERSION_SEED=" << seed
                  << " reproduces it first)\nv1alpha1: " << kube::canonical_json(alpha.json()));
-    auto beta = convert_myresource(alpha.json(), kApiVersionV1beta1);
-    REQUIRE(beta.ok());
+    auto beta = round_trip(alpha, kApiVersionV1beta1, kApiVersionV1alpha1, kV1alpha1ValuesAnnotation,
+                           with_kept_values);
     INFO("v1beta1: " << kube::canonical_json(beta->json()));
-    if (beta->view().annotation(kV1alpha1ValuesAnnotation)) ++with_kept_values;
-    auto back = convert_myresource(beta->json(), kApiVersionV1alpha1);
-    REQUIRE(back.ok());
-    REQUIRE(kube::canonical_json(back->json()) == kube::canonical_json(alpha.json()));
 
     // The v1beta1 object means what the v1alpha1 one meant.
     const kube::JsonValue* enabled = beta->view().find({"spec", "canary", "enabled"});
@@ -552,13 +563,9 @@ TEST_CASE("conversion: random objects survive v1beta1 -> v1alpha1 -> v1beta1 and
     kube::Object beta = RandomMyResource(seed).beta();
     INFO("seed " << seed << " (MYOP_CONVERSION_SEED=" << seed
                  << " reproduces it first)\nv1beta1: " << kube::canonical_json(beta.json()));
-    auto alpha = convert_myresource(beta.json(), kApiVersionV1alpha1);
-    REQUIRE(alpha.ok());
+    auto alpha =
+        round_trip(beta, kApiVersionV1alpha1, kApiVersionV1beta1, kV1beta1ValuesAnnotation, with_kept_values);
     INFO("v1alpha1: " << kube::canonical_json(alpha->json()));
-    if (alpha->view().annotation(kV1beta1ValuesAnnotation)) ++with_kept_values;
-    auto back = convert_myresource(alpha->json(), kApiVersionV1beta1);
-    REQUIRE(back.ok());
-    REQUIRE(kube::canonical_json(back->json()) == kube::canonical_json(beta.json()));
 
     const kube::JsonValue* enabled = beta.view().find({"spec", "canary", "enabled"});
     REQUIRE(runs_canary(alpha->view().annotation(kCanaryAnnotation)) ==
