@@ -131,6 +131,10 @@ const JsonValue* find_member(const JsonValue& object, std::string_view key) {
   return found == object.MemberEnd() ? nullptr : &found->value;
 }
 
+bool erase_member(JsonValue& object, std::string_view key) {
+  return object.IsObject() && object.EraseMember(string_reference(key));
+}
+
 JsonValue* find_member(JsonValue& object, std::string_view key) {
   if (!object.IsObject()) return nullptr;
   auto found = object.FindMember(string_reference(key));
@@ -362,7 +366,7 @@ void Object::set_label(std::string_view key, std::string_view value) {
 
 bool Object::erase_label(std::string_view key) {
   JsonValue* labels = const_cast<JsonValue*>(view().find({"metadata", "labels"}));
-  return labels != nullptr && labels->IsObject() && labels->EraseMember(string_reference(key));
+  return labels != nullptr && erase_member(*labels, key);
 }
 
 void Object::set_annotation(std::string_view key, std::string_view value) {
@@ -371,7 +375,7 @@ void Object::set_annotation(std::string_view key, std::string_view value) {
 
 bool Object::erase_annotation(std::string_view key) {
   JsonValue* annotations = const_cast<JsonValue*>(view().find({"metadata", "annotations"}));
-  return annotations != nullptr && annotations->IsObject() && annotations->EraseMember(string_reference(key));
+  return annotations != nullptr && erase_member(*annotations, key);
 }
 
 bool Object::add_finalizer(std::string_view finalizer) {

@@ -90,6 +90,9 @@ class ObjectView {
 // Member lookup by string_view (RapidJSON wants a Value or a NUL-terminated string).
 const JsonValue* find_member(const JsonValue& object, std::string_view key);
 JsonValue* find_member(JsonValue& object, std::string_view key);
+// Removes member `key` of `object`, keeping the order of the others; false when there was none (or
+// `object` is not an object).
+bool erase_member(JsonValue& object, std::string_view key);
 
 // Compact JSON text (no whitespace, member order as stored).
 std::string to_json_string(const JsonValue& value);

@@ -59,10 +59,6 @@ std::string pointer(const Path& path) {
   return text;
 }
 
-rapidjson::GenericStringRef<char> reference(std::string_view text) {
-  return {text.data(), static_cast<rapidjson::SizeType>(text.size())};
-}
-
 const JsonValue* value_at(const JsonValue& root, const Path& path) {
   const JsonValue* current = &root;
   for (std::string_view segment : path) {
@@ -90,11 +86,10 @@ void set_at(Object& object, const Path& path, const JsonValue& value) {
 void erase_at(Object& object, const Path& path) {
   JsonValue* parent = &object.json();
   for (std::size_t index = 0; index + 1 < path.size(); ++index) {
-    parent = kube::find_member(*parent, path[index]);
-    if (parent == nullptr || !parent->IsObject()) return;
+    parent = kube::find_member(*parent, path[index]);  // null past a missing or non-object step
+    if (parent == nullptr) return;
   }
-  auto member = parent->FindMember(reference(path.back()));
-  if (member != parent->MemberEnd()) parent->EraseMember(member);  // keeps the order of the others
+  kube::erase_member(*parent, path.back());
 }
 
 bool same(const JsonValue* left, const JsonValue* right) {
