@@ -19,6 +19,8 @@ struct ResourceType {
 
   // "v1" or "apps/v1": the apiVersion field of objects of this type.
   std::string api_version() const { return group.empty() ? version : group + "/" + version; }
+  // "configmaps" or "deployments.apps": kubectl's name of the collection.
+  std::string qualified_resource() const { return group.empty() ? resource : resource + "." + group; }
 };
 
 // "/api/v1" or "/apis/apps/v1".

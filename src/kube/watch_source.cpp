@@ -20,8 +20,7 @@ class ClientWatchSource final : public WatchSource {
   }
 
   std::string describe() const override {
-    std::string description = type_.resource;
-    if (!type_.group.empty()) description += "." + type_.group;
+    std::string description = type_.qualified_resource();
     if (!type_.namespaced) return description;
     return description +
            (namespace_name_.empty() ? " in all namespaces" : " in namespace " + namespace_name_);

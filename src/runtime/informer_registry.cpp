@@ -10,10 +10,6 @@ namespace myop::runtime {
 
 std::string resource_id(const kube::ResourceType& type) { return type.api_version() + "/" + type.resource; }
 
-std::string resource_label(const kube::ResourceType& type) {
-  return type.group.empty() ? type.resource : type.resource + "." + type.group;
-}
-
 InformerRegistry::InformerRegistry(std::shared_ptr<kube::Client> client, InformerRegistryOptions options)
     : client_(std::move(client)), options_(std::move(options)) {
   if (options_.registry) {
@@ -54,7 +50,7 @@ std::shared_ptr<InformerSet> InformerRegistry::informer(const kube::ResourceType
   if (stalls_ != nullptr) {
     // Made now, so the series reads 0 until the first stall. The callback holds the registry: an
     // informer set may outlive this registry.
-    prometheus::Counter* stalls = &stalls_->Add({{"resource", resource_label(type)}});
+    prometheus::Counter* stalls = &stalls_->Add({{"resource", type.qualified_resource()}});
     options.watcher.on_stall = [registry = options_.registry, stalls, also = options.watcher.on_stall] {
       stalls->Increment();
       if (also) also();

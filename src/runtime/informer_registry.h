@@ -91,7 +91,4 @@ class InformerRegistry final : public Runnable {
 // "myorg.io/v1alpha1/myresources" (the registry's and the logs' name of a kind).
 std::string resource_id(const kube::ResourceType& type);
 
-// "deployments.apps", "configmaps" (kubectl's name of a kind; the stall counter's resource label).
-std::string resource_label(const kube::ResourceType& type);
-
 }  // namespace myop::runtime
