@@ -96,8 +96,11 @@ Client::Client(std::shared_ptr<Transport> transport, std::string default_field_m
 Result<rapidjson::Document> Client::request_json(const Request& request, std::stop_token stop) {
   auto response = transport_->send(request, stop);
   if (!response) return std::move(response).error();
-  if (response->status_code < 200 || response->status_code > 299)
-    return error_from_response(response->status_code, response->body);
+  if (response->status_code < 200 || response->status_code > 299) {
+    Error error = error_from_response(response->status_code, response->body);
+    if (!error.retry_after) error.retry_after = response->retry_after;
+    return error;
+  }
   rapidjson::Document document;
   document.Parse(response->body.data(), response->body.size());
   if (document.HasParseError())

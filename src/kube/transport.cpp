@@ -14,6 +14,7 @@
 #include "base/token_bucket.h"
 #include "kube/connection_pool.h"
 #include "kube/request_span.h"
+#include "kube/server_backoff.h"
 
 namespace myop::kube {
 namespace {
@@ -189,7 +190,8 @@ class HttpsTransport final : public Transport {
         clock_(options_.clock ? options_.clock : base::system_clock()),
         bucket_(options_.qps, options_.burst, clock_),
         in_flight_(options_.max_requests_in_flight, clock_),
-        retry_(options_.retry) {}
+        retry_(options_.retry),
+        server_backoff_(clock_) {}
 
   const std::string& host() const override { return host_; }
 
@@ -212,8 +214,12 @@ class HttpsTransport final : public Transport {
     const auto timeout = request.timeout.count() > 0 ? request.timeout : options_.default_timeout;
     const auto deadline = clock_->now() + timeout;
     bool retried_unauthorized = false;
+    const bool holds = holds_for_server_backoff(request.path);
     for (int attempt = 0;; ++attempt) {
       if (resends != nullptr) *resends = attempt;
+      if (holds) {
+        if (auto refused = wait_for_server_backoff(request, stop, deadline)) return std::move(*refused);
+      }
       auto prepared = prepare(request, stop, deadline, traceparent);
       if (!prepared) return std::move(prepared).error();
       const Prepared& ready = prepared.value();
@@ -243,13 +249,18 @@ class HttpsTransport final : public Transport {
                  answer->status == 504) {
         failure = error_from_response(answer->status, answer->body);
         if (answer->retry_after) failure.retry_after = answer->retry_after;
+        if (answer->status == 429 && failure.retry_after)
+          server_backoff_.asked_to_wait(
+              std::min<base::Duration>(*failure.retry_after, options_.retry.max_retry_after));
       } else {
         return Response{answer->status, std::move(answer->body), std::move(answer->content_type)};
       }
 
       auto delay = retry_.next_delay(attempt + 1, request.method, failure);
       if (!delay || clock_->now() + *delay >= deadline) {
-        if (answer) return Response{answer->status, std::move(answer->body), std::move(answer->content_type)};
+        if (answer)
+          return Response{answer->status, std::move(answer->body), std::move(answer->content_type),
+                          answer->retry_after};
         return failure;
       }
       spdlog::debug("{} {}: {}; retry {} in {} ms", request.method, request.path, failure.to_string(),
@@ -357,6 +368,28 @@ class HttpsTransport final : public Transport {
   }
 
  private:
+  // Waits out what is left of the server's Retry-After (server_backoff.h); nullopt when the request
+  // may go, else the error it ends with: cancelled, or TooManyRequests, unsent, when its deadline
+  // comes first (with the remaining wait as retry_after, for the caller's requeue).
+  std::optional<Error> wait_for_server_backoff(const Request& request, const std::stop_token& stop,
+                                               TimePoint deadline) {
+    const base::Duration wait = server_backoff_.remaining();
+    if (wait <= base::Duration::zero()) return std::nullopt;
+    if (clock_->now() + wait >= deadline) {
+      const auto seconds = std::chrono::ceil<std::chrono::seconds>(wait);
+      Error error = make_error(Reason::TooManyRequests,
+                               "the API server asked this client to wait (429 with Retry-After) " +
+                                   std::to_string(seconds.count()) + " s more, past the deadline of " +
+                                   request.method + " " + request.path + "; not sent");
+      error.retry_after = seconds;
+      error.request_not_sent = true;
+      return error;
+    }
+    if (!clock_->sleep_for(stop, wait))
+      return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
+    return std::nullopt;
+  }
+
   Result<Prepared> prepare(const Request& request, const std::stop_token& stop, TimePoint deadline,
                            const std::string& traceparent = {}) {
     if (stop.stop_requested())
@@ -496,6 +529,7 @@ class HttpsTransport final : public Transport {
   base::TokenBucket bucket_;
   InFlightLimit in_flight_;
   const RetryPolicy retry_;
+  ServerBackoff server_backoff_;
   // Before the clients: their TLS context's verify hook writes here, so it must outlive them.
   TlsDiagnostics diagnostics_;
   std::mutex clients_mutex_;

@@ -43,6 +43,9 @@ struct Response {
   int status_code = 0;
   std::string body;
   std::string content_type;
+  // The Retry-After header of a 429 or 5xx the transport gave up retrying (API Priority and Fairness
+  // answers 429 with it and a plain-text body), for the Error made of this response.
+  std::optional<std::chrono::seconds> retry_after{};
 };
 
 // How a stream ended when it ended without an error.

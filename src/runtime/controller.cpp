@@ -285,7 +285,10 @@ void Controller::process(const WorkItem& item) {
         break;
       }
       result_label = "error";
-      completion = Completion::retry();
+      // An API server that said when to come back (429 with Retry-After) is not asked sooner.
+      completion = Completion::retry(result.api_error() && result.api_error()->retry_after
+                                         ? Duration(*result.api_error()->retry_after)
+                                         : Duration::zero());
       metrics_.reconcile_error();
       break;
     case ReconcileResult::Kind::terminal_error:

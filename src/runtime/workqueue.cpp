@@ -144,7 +144,7 @@ void WorkQueue::done(const WorkItem& item, Completion completion) {
       options_.metrics->retried();
       const double draw =
           options_.backoff.jitter > 0 ? std::uniform_real_distribution<double>()(random_) : 0.0;
-      requeue_at = now + backoff_.delay(failures - 1, draw);
+      requeue_at = now + std::max(backoff_.delay(failures - 1, draw), completion.delay);
       backoff = true;
       break;
     }

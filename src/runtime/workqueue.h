@@ -84,11 +84,15 @@ struct Completion {
     requeue_after,  // reset backoff and requeue after `delay`
   };
   Kind kind = Kind::forget;
+  // requeue_after: the wait. retry: the least wait (the API server's Retry-After), when longer than
+  // the backoff's.
   Duration delay = Duration::zero();
   std::optional<Priority> priority;  // for the requeue; default: the item's priority
 
   static Completion success() { return {}; }
-  static Completion retry() { return {Kind::retry, Duration::zero(), std::nullopt}; }
+  static Completion retry(Duration at_least = Duration::zero()) {
+    return {Kind::retry, at_least, std::nullopt};
+  }
   static Completion after(Duration delay, std::optional<Priority> priority = std::nullopt) {
     return {Kind::requeue_after, delay, priority};
   }

@@ -192,3 +192,18 @@ TEST_CASE("list_all joins pages and falls back to a full list when the continue 
     CHECK(query_value(transport->requests[2], "continue") == "<absent>");
   }
 }
+
+TEST_CASE("a 429 the transport gave up on keeps its Retry-After in the error", "[kube][client]") {
+  auto transport = std::make_shared<RecordingTransport>();
+  // API Priority and Fairness answers in plain text: the wait is only in the header.
+  transport->answers.push_back(
+      Response{429, "Too many requests, please try again later.\n", "text/plain", std::chrono::seconds(17)});
+  Client client(transport, "test");
+  Request request;
+  request.path = "/api/v1/namespaces/a/configmaps/x";
+  auto result = client.request_json(request);
+  REQUIRE_FALSE(result);
+  CHECK(result.error().reason == Reason::TooManyRequests);
+  REQUIRE(result.error().retry_after);
+  CHECK(*result.error().retry_after == std::chrono::seconds(17));
+}

@@ -257,6 +257,31 @@ TEST_CASE("backoff counts real failures only and resets on success", "[runtime][
   CHECK(queue.try_get());
 }
 
+TEST_CASE("a retry waits at least the API server's Retry-After, longer than its backoff",
+          "[runtime][workqueue]") {
+  Fixture fixture;
+  WorkQueue queue(fixture.options());
+  const ObjectKey throttled = key("a", "throttled");
+  queue.add(throttled);
+  auto item = queue.try_get();
+  REQUIRE(item);
+  queue.done(*item, Completion::retry(30s));
+  CHECK(queue.failures(throttled) == 1);
+  // A watch event for the object does not bring it back sooner.
+  queue.add(throttled, {Priority::normal});
+  fixture.clock->advance(30s - 1ms);
+  CHECK_FALSE(queue.try_get());
+  fixture.clock->advance(1ms);
+  item = queue.try_get();
+  REQUIRE(item);
+  // Without a Retry-After the backoff schedule is back: the second failure waits 10 ms.
+  queue.done(*item, Completion::retry());
+  fixture.clock->advance(9ms);
+  CHECK_FALSE(queue.try_get());
+  fixture.clock->advance(1ms);
+  CHECK(queue.try_get());
+}
+
 TEST_CASE("a user change cuts a backoff wait short", "[runtime][workqueue]") {
   Fixture fixture;
   WorkQueue queue(fixture.options());
