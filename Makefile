@@ -3,6 +3,10 @@ BUILD_DIR ?= build
 BUILD_TYPE ?= RelWithDebInfo
 CTEST_ARGS ?=
 JOBS ?= $(shell nproc)
+# ctest: the two lanes of integration tests (test/CMakeLists.txt), each one test at a time on its own
+# control plane, plus one slot for the tests that need none (unit, third-party), which would
+# otherwise wait for a lane to finish.
+CTEST_JOBS ?= 3
 NAMESPACE ?= my-operator-system
 # Evaluated in the recipes that use it only (it may build helm).
 HELM = "$$(hack/build-tools.sh --print-bin-dir helm)/helm"
@@ -16,22 +20,23 @@ KUBERNETES_VERSION := $(shell sed -n 's/^KUBERNETES_VERSION=//p' hack/tools/vers
 all: build
 
 deps:
-	hack/install-deps.sh
+	hack/timed deps hack/install-deps.sh
 
 tools:
-	hack/build-tools.sh
+	hack/timed tools hack/build-tools.sh
 
 configure:
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE)
 
 build: configure
-	cmake --build $(BUILD_DIR) -j $(JOBS)
+	hack/timed build cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # Installs packages, builds the pinned control plane (cached), checks the format, builds, lints, runs
 # the unit tests under sanitizers, then every test: unit, integration (real control plane) and the
-# chainsaw e2e stories. The cheap checks come first so a mistake fails in seconds.
+# chainsaw e2e stories. The cheap checks come first so a mistake fails in seconds. Each step says
+# how long it took (hack/timed); .ci/run prints the list at the end (hack/ci-summary).
 test: deps tools check-format build lint sanitize
-	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) $(CTEST_ARGS)
+	hack/timed ctest ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(CTEST_JOBS) $(CTEST_ARGS)
 
 unit-test: build
 	ctest --test-dir $(BUILD_DIR) --output-on-failure -j $(JOBS) -L unit $(CTEST_ARGS)
@@ -93,24 +98,24 @@ testenv-down:
 # clang-format 14 with .clang-format over src/ test/ bench/ examples/: check-format fails on a
 # difference (and prints the command that fixes it); fmt rewrites the files.
 check-format:
-	hack/check-format
+	hack/timed check-format hack/check-format
 
 fmt:
 	hack/check-format --fix
 
 # clang-tidy 14 with .clang-tidy over src/, from the build's compile_commands.json; any finding fails.
 lint: configure
-	hack/lint --build-dir $(BUILD_DIR) --jobs $(JOBS)
+	hack/timed lint hack/lint --build-dir $(BUILD_DIR) --jobs $(JOBS)
 
 # The unit tests built and run under AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/) and
 # ThreadSanitizer (build-tsan/); any report fails. See hack/sanitize.
 sanitize: asan tsan
 
 asan:
-	hack/sanitize asan --jobs $(JOBS)
+	hack/timed asan hack/sanitize asan --jobs $(JOBS)
 
 tsan:
-	hack/sanitize tsan --jobs $(JOBS)
+	hack/timed tsan hack/sanitize tsan --jobs $(JOBS)
 
 # The operator built with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/) under the
 # MyResource integration tests on a control plane of its own; any report fails. Not in `make test`:

@@ -16,7 +16,7 @@ case "$action" in
   up)
     rm -f "$state/kubeconfig-path" "$state/controlplane-dir"
     if [ -n "${KUBECONFIG:-}" ]; then
-      echo "test-fixture: using the existing cluster of KUBECONFIG=$KUBECONFIG"
+      echo "test-fixture: using the existing cluster of KUBECONFIG=$KUBECONFIG (both lanes of integration tests share it: run ctest -j 1)"
       echo "$KUBECONFIG" > "$state/kubeconfig-path"
       kubectl --kubeconfig "${KUBECONFIG%%:*}" get --raw /readyz >/dev/null ||
         { echo "test-fixture: the cluster of KUBECONFIG is not ready" >&2; exit 1; }
