@@ -46,6 +46,9 @@ class RetryPolicy {
 
   const Settings& settings() const { return settings_; }
 
+  // A draw of the policy's random source in [0, 1), for jitter applied elsewhere (server_backoff.h).
+  double random_unit() const { return random_(); }
+
  private:
   Settings settings_;
   base::BackoffSchedule schedule_;

@@ -7,6 +7,12 @@
 // every request that honours it (all but Lease requests, whose renewals keep the leadership), and
 // fails at once, unsent, with TooManyRequests and the remaining wait a request whose deadline comes
 // first, so that its caller requeues after the wait. Pure logic on a base::Clock, unit-tested.
+//
+// A request is held once, before it is first sent: a retry already waits for its own 429's
+// Retry-After, so it takes the larger of that and what is left when it is scheduled, and is not held
+// again after its sleep (re-reading the end then, which every new 429 moves, would make all the
+// client's retries chase the latest 429 and go together, a herd that only meets 429s again). The held
+// requests go at the end plus a jitter of up to `jitter` of the asked-for wait, so that they spread.
 #pragma once
 
 #include <chrono>
@@ -23,7 +29,7 @@ bool holds_for_server_backoff(std::string_view path);
 
 class ServerBackoff {
  public:
-  explicit ServerBackoff(std::shared_ptr<const base::Clock> clock);
+  ServerBackoff(std::shared_ptr<const base::Clock> clock, double jitter);
 
   // The server asked for `wait` from now; a later end than the current one extends it, an earlier one
   // changes nothing.
@@ -32,10 +38,16 @@ class ServerBackoff {
   // What is left of the wait; zero once it has passed.
   base::Duration remaining() const;
 
+  // How long a request not yet sent waits: zero when no wait is in force, else what is left plus
+  // `random_unit` (in [0, 1)) times the jitter share of the asked-for wait.
+  base::Duration hold(double random_unit) const;
+
  private:
   std::shared_ptr<const base::Clock> clock_;
   mutable std::mutex mutex_;
   base::TimePoint until_{};
+  base::Duration spread_{};  // jitter times the wait that set until_
+  const double jitter_;
 };
 
 }  // namespace myop::kube

@@ -191,7 +191,7 @@ class HttpsTransport final : public Transport {
         bucket_(options_.qps, options_.burst, clock_),
         in_flight_(options_.max_requests_in_flight, clock_),
         retry_(options_.retry),
-        server_backoff_(clock_) {}
+        server_backoff_(clock_, options_.retry.jitter) {}
 
   const std::string& host() const override { return host_; }
 
@@ -217,7 +217,7 @@ class HttpsTransport final : public Transport {
     const bool holds = holds_for_server_backoff(request.path);
     for (int attempt = 0;; ++attempt) {
       if (resends != nullptr) *resends = attempt;
-      if (holds) {
+      if (holds && attempt == 0) {
         if (auto refused = wait_for_server_backoff(request, stop, deadline)) return std::move(*refused);
       }
       auto prepared = prepare(request, stop, deadline, traceparent);
@@ -257,6 +257,9 @@ class HttpsTransport final : public Transport {
       }
 
       auto delay = retry_.next_delay(attempt + 1, request.method, failure);
+      // A retry is held once, here: no sooner than what is left of the client's wait (server_backoff.h).
+      if (delay && holds)
+        delay = std::max(*delay, std::chrono::ceil<std::chrono::milliseconds>(server_backoff_.remaining()));
       if (!delay || clock_->now() + *delay >= deadline) {
         if (answer)
           return Response{answer->status, std::move(answer->body), std::move(answer->content_type),
@@ -368,12 +371,13 @@ class HttpsTransport final : public Transport {
   }
 
  private:
-  // Waits out what is left of the server's Retry-After (server_backoff.h); nullopt when the request
-  // may go, else the error it ends with: cancelled, or TooManyRequests, unsent, when its deadline
-  // comes first (with the remaining wait as retry_after, for the caller's requeue).
+  // Holds a request not yet sent for what is left of the server's Retry-After and its jitter
+  // (server_backoff.h); nullopt when the request may go, else the error it ends with: cancelled, or
+  // TooManyRequests, unsent, when its deadline comes first (with the remaining wait as retry_after, for the
+  // caller's requeue).
   std::optional<Error> wait_for_server_backoff(const Request& request, const std::stop_token& stop,
                                                TimePoint deadline) {
-    const base::Duration wait = server_backoff_.remaining();
+    const base::Duration wait = server_backoff_.hold(retry_.random_unit());
     if (wait <= base::Duration::zero()) return std::nullopt;
     if (clock_->now() + wait >= deadline) {
       const auto seconds = std::chrono::ceil<std::chrono::seconds>(wait);

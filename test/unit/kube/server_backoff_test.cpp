@@ -13,7 +13,7 @@ using myop::testing::FakeClock;
 TEST_CASE("the server's wait holds until its end, extended by a later one, never shortened",
           "[kube][server_backoff]") {
   auto clock = std::make_shared<FakeClock>();
-  ServerBackoff backoff(clock);
+  ServerBackoff backoff(clock, 0.2);
   CHECK(backoff.remaining() == 0s);
 
   backoff.asked_to_wait(32s);
@@ -34,6 +34,36 @@ TEST_CASE("the server's wait holds until its end, extended by a later one, never
   CHECK(backoff.remaining() == 0s);
   backoff.asked_to_wait(-1s);
   CHECK(backoff.remaining() == 0s);
+}
+
+TEST_CASE("a request held by the server's wait goes at its end plus up to the jitter share of it",
+          "[kube][server_backoff]") {
+  auto clock = std::make_shared<FakeClock>();
+  ServerBackoff backoff(clock, 0.2);
+  CHECK(backoff.hold(0.5) == 0s);
+
+  backoff.asked_to_wait(10s);
+  clock->advance(4s);
+  // The held requests spread over [end, end + 20 % of the 10 s asked for), not all at the end.
+  CHECK(backoff.hold(0.0) == 6s);
+  CHECK(backoff.hold(0.5) == 7s);
+  CHECK(backoff.hold(0.999) > 7900ms);
+  CHECK(backoff.hold(0.999) < 8s);
+  CHECK(backoff.hold(7.0) == 8s);  // a draw out of [0, 1) is clamped
+
+  // The spread follows the wait that set the end: a shorter one that ends earlier changes neither.
+  backoff.asked_to_wait(1s);
+  CHECK(backoff.hold(0.5) == 7s);
+  backoff.asked_to_wait(30s);
+  CHECK(backoff.hold(0.5) == 33s);
+
+  // Once the end has passed nothing is held, whatever the draw.
+  clock->advance(30s);
+  CHECK(backoff.hold(0.999) == 0s);
+
+  ServerBackoff no_jitter(clock, 0.0);
+  no_jitter.asked_to_wait(3s);
+  CHECK(no_jitter.hold(0.999) == 3s);
 }
 
 TEST_CASE("Lease requests are not held by the server's wait, everything else is", "[kube][server_backoff]") {
