@@ -57,16 +57,24 @@ std::size_t count_ready(kube::Client& client, const std::string& namespace_) {
   return ready;
 }
 
-// The sum of every sample of `name` whose labels contain `label` (e.g. code="<error>").
-double metric_sum(const std::string& metrics, const std::string& name, const std::string& label) {
+// The sum of every sample of `name` whose labels contain each of `labels` (e.g. code="<error>").
+double metric_sum(const std::string& metrics, const std::string& name,
+                  const std::vector<std::string>& labels) {
   std::istringstream lines(metrics);
   std::string line;
   double sum = 0;
   while (std::getline(lines, line)) {
-    if (line.rfind(name + "{", 0) != 0 || line.find(label) == std::string::npos) continue;
+    if (line.rfind(name + "{", 0) != 0) continue;
+    if (std::any_of(labels.begin(), labels.end(),
+                    [&](const std::string& label) { return line.find(label) == std::string::npos; }))
+      continue;
     sum += std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
   }
   return sum;
+}
+
+double metric_sum(const std::string& metrics, const std::string& name, const std::string& label) {
+  return metric_sum(metrics, name, std::vector<std::string>{label});
 }
 
 // The count of the histogram bucket of `name` with the largest bound below `limit` (seconds).
@@ -618,6 +626,82 @@ class LoadUser {
   kube::ClientConfig config_;
 };
 
+// Threads listing MyResources in a namespace without pause, as `user`, with no retries and no regard for
+// Retry-After: a refused list is sent again at once, so the pressure stays (and the server's Retry-After
+// grows). Remembers the longest Retry-After its 429s carried.
+class ListLoad {
+ public:
+  ListLoad(const kube::ClientConfig& config, const std::string& namespace_, int threads) {
+    // The clients are made here: Catch's assertions (client_for FAILs) are not thread-safe.
+    kube::TransportOptions transport;
+    transport.retry.max_retries = 0;
+    transport.retry.max_retry_after = std::chrono::seconds(0);  // caps the client's hold to nothing
+    for (int thread = 0; thread < threads; ++thread) {
+      auto client = std::make_shared<kube::Client>(kube::testing::client_for(config, transport));
+      threads_.emplace_back([this, namespace_, client] {
+        kube::ListOptions list_options;
+        list_options.limit = 50;
+        while (!stop_) {
+          auto listed = client->list(myresource::myresource_type(), namespace_, list_options);
+          if (!listed && listed.error().retry_after) {
+            const auto seconds = listed.error().retry_after->count();
+            auto seen = longest_retry_after_.load();
+            while (seconds > seen && !longest_retry_after_.compare_exchange_weak(seen, seconds)) {
+            }
+          }
+        }
+      });
+    }
+  }
+  ~ListLoad() { stop(); }
+  ListLoad(const ListLoad&) = delete;
+  ListLoad& operator=(const ListLoad&) = delete;
+  void stop() {
+    stop_ = true;
+    for (auto& thread : threads_)
+      if (thread.joinable()) thread.join();
+  }
+  std::int64_t longest_retry_after() const { return longest_retry_after_; }
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::atomic<std::int64_t> longest_retry_after_{0};
+  std::vector<std::thread> threads_;
+};
+
+// The writes among `entries` refused with 429, and the shortest time until one of them was sent again.
+struct RefusedWrites {
+  int count = 0;
+  double shortest_retry = 1e9;  // seconds from the 429's completion to the next such request's receipt
+  std::string shortest_retry_of;
+};
+
+RefusedWrites refused_writes(const std::vector<AuditEntry>& entries) {
+  RefusedWrites refused;
+  for (std::size_t at = 0; at < entries.size(); ++at) {
+    const auto& entry = entries[at];
+    if (entry.code != 429 || entry.verb == "list" || entry.verb == "watch" || entry.verb == "get") continue;
+    ++refused.count;
+    // A create without a name in the audit log (an Event's) cannot be told from the next one.
+    if (entry.name.empty()) continue;
+    for (std::size_t next = at + 1; next < entries.size(); ++next) {
+      const auto& again = entries[next];
+      if (again.verb == entry.verb && again.resource == entry.resource &&
+          again.subresource == entry.subresource && again.namespace_ == entry.namespace_ &&
+          again.name == entry.name) {
+        const double waited = audit_seconds(again.received) - audit_seconds(entry.completed);
+        if (waited < refused.shortest_retry) {
+          refused.shortest_retry = waited;
+          refused.shortest_retry_of =
+              entry.describe() + " at " + entry.completed + ", again at " + again.received;
+        }
+        break;
+      }
+    }
+  }
+  return refused;
+}
+
 }  // namespace
 
 // The API server's Priority and Fairness gives the operator's user 3 seats and a queue of 20, shared with
@@ -660,31 +744,14 @@ TEST_CASE(
   // is taken again within about a millisecond, so the operator's requests nearly always find the
   // queue full.
   const int load_threads = seats + kQueueLength + 4;
-  std::atomic<bool> stop_load{false};
-  std::vector<std::thread> load;
-  // No retries: a refused list is sent again at once, so the pressure stays. The clients are made here:
-  // Catch's assertions (client_for FAILs) are not thread-safe.
-  kube::TransportOptions load_transport;
-  load_transport.retry.max_retries = 0;
-  std::vector<std::shared_ptr<kube::Client>> load_clients;
-  for (int thread = 0; thread < load_threads; ++thread)
-    load_clients.push_back(
-        std::make_shared<kube::Client>(kube::testing::client_for(load_user.config(), load_transport)));
-  for (const auto& load_client : load_clients) {
-    load.emplace_back([&stop_load, &ns, load_client] {
-      kube::ListOptions list_options;
-      list_options.limit = 50;
-      while (!stop_load) (void)load_client->list(myresource::myresource_type(), ns.name(), list_options);
-    });
-  }
+  ListLoad load(load_user.config(), ns.name(), load_threads);
   apply_myresources(ns.name(), "app", kCount, "nginx:1.27.1");
   std::this_thread::sleep_for(kLoad);
   // The moment the load falls: how far the operator got, and how often it was refused.
   const std::size_t ready_under_load = count_ready(*client, ns.name());
   const double refused_under_load =
       metric_sum(operator_process.metrics(), "rest_client_requests_total", "code=\"429\"");
-  stop_load = true;
-  for (auto& thread : load) thread.join();
+  load.stop();
   const auto load_stopped = std::chrono::steady_clock::now();
   INFO(ready_under_load << " of " << kCount << " Ready for their generation when the load stopped, after "
                         << refused_under_load << " requests of the operator were refused with 429");
@@ -707,44 +774,99 @@ TEST_CASE(
   CHECK(problems.empty());
 
   // The operator's writes refused with 429, and how soon each was sent again.
-  const auto entries = audit_entries(user, mark);
-  int refused_writes = 0;
-  double shortest_retry = 1e9;
-  std::string shortest_retry_of;
-  for (std::size_t at = 0; at < entries.size(); ++at) {
-    const auto& entry = entries[at];
-    if (entry.code != 429 || entry.verb == "list" || entry.verb == "watch" || entry.verb == "get") continue;
-    ++refused_writes;
-    // A create without a name in the audit log (an Event's) cannot be told from the next one.
-    if (entry.name.empty()) continue;
-    for (std::size_t next = at + 1; next < entries.size(); ++next) {
-      const auto& again = entries[next];
-      if (again.verb == entry.verb && again.resource == entry.resource &&
-          again.subresource == entry.subresource && again.namespace_ == entry.namespace_ &&
-          again.name == entry.name) {
-        const double waited = audit_seconds(again.received) - audit_seconds(entry.completed);
-        if (waited < shortest_retry) {
-          shortest_retry = waited;
-          shortest_retry_of = entry.describe() + " at " + entry.completed + ", again at " + again.received;
-        }
-        break;
-      }
-    }
-  }
+  const auto refused = refused_writes(audit_entries(user, mark));
   const double throttled =
       metric_sum(operator_process.metrics(), "rest_client_requests_total", "code=\"429\"");
-  INFO(refused_writes << " writes refused with 429; the shortest wait before one was sent again: "
-                      << shortest_retry << " s (" << shortest_retry_of << ")");
-  REQUIRE(refused_writes > 0);  // the fault happened
-  CHECK(throttled >= refused_writes);
-  CHECK(shortest_retry >= 0.9);  // Retry-After: 1 (less the audit log's timestamp rounding)
-  WARN("Priority and Fairness: " << seats << " seats, " << load_threads << " load threads; " << refused_writes
+  INFO(refused.count << " writes refused with 429; the shortest wait before one was sent again: "
+                     << refused.shortest_retry << " s (" << refused.shortest_retry_of << ")");
+  REQUIRE(refused.count > 0);  // the fault happened
+  CHECK(throttled >= refused.count);
+  CHECK(refused.shortest_retry >= 0.9);  // Retry-After: 1 (less the audit log's timestamp rounding)
+  WARN("Priority and Fairness: " << seats << " seats, " << load_threads << " load threads; " << refused.count
                                  << " writes refused with 429 (" << refused_under_load
                                  << " requests under load, " << throttled << " in all), shortest retry "
-                                 << shortest_retry << " s later; " << ready_under_load << " of " << kCount
-                                 << " Ready when the load stopped, all " << converged_after
+                                 << refused.shortest_retry << " s later; " << ready_under_load << " of "
+                                 << kCount << " Ready when the load stopped, all " << converged_after
                                  << " s after (bound " << kConvergedBound << " s); test took "
                                  << seconds_since(scenario.started) << " s");
+}
+
+// The Retry-After of Priority and Fairness grows while a level keeps refusing (k8s.io/apiserver's
+// dropped-requests tracker doubles it, at most once per Retry-After, up to 32 s) past the operator's
+// request deadline (30 s), the case where a client that keeps Retry-After to the one request loses it.
+// A load user alone grows the level's Retry-After to 32 s; then MyResources are created while the load
+// goes on, until the operator has had a write refused, and 2 s more. Bound: no refused write of the
+// operator is sent again sooner than 31.5 s after its 429 (32 s, less the audit log's timestamps); once
+// the load stops, every MyResource converges within 90 s (32 s plus the client's 20 % jitter, then the
+// work left).
+TEST_CASE(
+    "Priority and Fairness grows its Retry-After to 32 s: the operator waits out a wait past its "
+    "request deadline, never less, and converges",
+    "[myresource][operator][faults]") {
+  constexpr int kCount = 20;
+  constexpr int kQueueLength = 20;
+  constexpr std::int64_t kGrownRetryAfter = 32;  // the tracker's largest
+  constexpr double kConvergedBound = 90;         // seconds after the load stopped
+  FaultScenario scenario("apf32", Proxy::without);
+  const auto& ns = scenario.ns;
+  const std::string& user = scenario.user;
+  auto& client = scenario.client;
+  auto options = scenario.direct(user);
+  options.extra_args = {"--max-concurrent-reconciles", "16"};
+  OperatorProcess operator_process(options);
+  operator_process.start();
+  LoadUser load_user(user + "-load");
+  // Named after the namespace, so the level starts at the server's first Retry-After (1 s).
+  TinyPriorityLevel tiny(ns.name(), {user, load_user.name()}, kQueueLength);
+  int seats = 0;
+  REQUIRE(eventually([&] { return (seats = tiny.seats()) > 0; }, 30s));
+
+  ListLoad load(load_user.config(), ns.name(), seats + kQueueLength + 4);
+  // 1 + 2 + 4 + 8 + 16 s of refusals at the least.
+  const bool grown = eventually([&] { return load.longest_retry_after() >= kGrownRetryAfter; }, 120s);
+  INFO("the load's longest Retry-After: " << load.longest_retry_after() << " s");
+  REQUIRE(grown);
+  const double grown_after = seconds_since(scenario.started);
+
+  const std::size_t mark = audit_mark();
+  const auto refused_now = [&] {  // the operator's PATCH, POST and PUT requests refused
+    const std::string metrics = operator_process.metrics();
+    double refused = 0;
+    for (const char* method : {"PATCH", "POST", "PUT"})
+      refused += metric_sum(metrics, "rest_client_requests_total",
+                            {"code=\"429\"", "method=\"" + std::string(method) + "\""});
+    return refused;
+  };
+  apply_myresources(ns.name(), "app", kCount, "nginx:1.27.1");
+  // Until a write of the operator has been refused.
+  REQUIRE(eventually([&] { return refused_now() > 0; }, 60s));
+  std::this_thread::sleep_for(2s);
+  const double refused_under_load = refused_now();
+  load.stop();
+  const auto load_stopped = std::chrono::steady_clock::now();
+
+  const bool converged = scenario.all_ready(kCount, 180s);
+  const double converged_after = seconds_since(load_stopped);
+  INFO("Ready: " << scenario.last_ready << " of " << kCount << " " << converged_after
+                 << " s after the load stopped\noperator log:\n"
+                 << operator_process.log_tail(30));
+  REQUIRE(converged);
+  CHECK(converged_after <= kConvergedBound);
+  const auto problems = one_current_deployment_each(*client, ns.name());
+  INFO("problems:\n" << describe(problems));
+  CHECK(problems.empty());
+
+  const auto refused = refused_writes(audit_entries(user, mark));
+  INFO(refused.count << " writes refused with 429; the shortest wait before one was sent again: "
+                     << refused.shortest_retry << " s (" << refused.shortest_retry_of << ")");
+  REQUIRE(refused.count > 0);
+  CHECK(refused.shortest_retry >= kGrownRetryAfter - 0.5);
+  WARN("Priority and Fairness, Retry-After grown to "
+       << load.longest_retry_after() << " s after " << grown_after << " s of load; " << refused.count
+       << " writes refused (" << refused_under_load << " under load), shortest retry "
+       << refused.shortest_retry << " s later; all " << kCount << " Ready " << converged_after
+       << " s after the load stopped (bound " << kConvergedBound << " s); test took "
+       << seconds_since(scenario.started) << " s");
 }
 
 // Two replicas with --leader-elect; the leader reaches the API server through a proxy that turns into a
