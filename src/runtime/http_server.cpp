@@ -10,6 +10,7 @@
 #include <boost/beast/version.hpp>
 
 #include <charconv>
+#include <optional>
 #include <type_traits>
 
 #include "runtime/logging.h"
@@ -42,7 +43,11 @@ namespace {
 
 constexpr auto kConnectionDeadline = std::chrono::seconds(10);
 
-using Handlers = std::map<std::string, HttpHandler>;
+struct Handlers {
+  const std::map<std::string, HttpHandler>* get = nullptr;   // GET and HEAD
+  const std::map<std::string, HttpHandler>* post = nullptr;  // POST
+  std::size_t max_body = kMaxRequestBody;
+};
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
 // One connection: [TLS handshake], then requests until the peer closes, keep-alive ends or the
@@ -52,13 +57,13 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   static constexpr bool kTls = std::is_same_v<Stream, TlsStream>;
 
  public:
-  Session(tcp::socket socket, const Handlers& handlers) requires(!kTls)
+  Session(tcp::socket socket, Handlers handlers) requires(!kTls)
       : stream_(std::move(socket)), handlers_(handlers) {}
   // The session holds the context it started with, so a reload never frees it under the session.
-  Session(tcp::socket socket, std::shared_ptr<asio::ssl::context> context,
-          const Handlers& handlers) requires kTls : context_(std::move(context)),
-                                                    stream_(std::move(socket), *context_),
-                                                    handlers_(handlers) {}
+  Session(tcp::socket socket, std::shared_ptr<asio::ssl::context> context, Handlers handlers) requires kTls
+      : context_(std::move(context)),
+        stream_(std::move(socket), *context_),
+        handlers_(handlers) {}
 
   void run() {
     if constexpr (kTls) {
@@ -77,17 +82,34 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
  private:
   void read() {
-    request_ = {};
+    parser_.emplace();
+    parser_->body_limit(handlers_.max_body);
     beast::get_lowest_layer(stream_).expires_after(kConnectionDeadline);
     http::async_read(
-        stream_, buffer_, request_,
+        stream_, buffer_, *parser_,
         [self = this->shared_from_this()](beast::error_code error, std::size_t) { self->on_read(error); });
   }
 
   void on_read(beast::error_code error) {
+    if (error == http::error::body_limit) {
+      // Say why, then close: the rest of the body is not read.
+      response_ = {};
+      response_.version(parser_->get().version());
+      response_.keep_alive(false);
+      response_.result(http::status::payload_too_large);
+      response_.set(http::field::content_type, "text/plain; charset=utf-8");
+      response_.body() = "request body larger than " + std::to_string(handlers_.max_body) + " bytes\n";
+      response_.prepare_payload();
+      return write_response();
+    }
     if (error) return finish();
+    request_ = parser_->release();
     response_ = build_response();
     response_.prepare_payload();
+    write_response();
+  }
+
+  void write_response() {
     http::async_write(stream_, response_,
                       [self = this->shared_from_this()](beast::error_code write_error, std::size_t) {
                         self->on_write(write_error);
@@ -98,22 +120,28 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     http::response<http::string_body> response;
     response.version(request_.version());
     response.keep_alive(request_.keep_alive());
-    if (request_.method() != http::verb::get && request_.method() != http::verb::head) {
+    std::string path(request_.target());
+    if (auto query = path.find('?'); query != std::string::npos) path.resize(query);
+    const bool post = request_.method() == http::verb::post;
+    const bool get = request_.method() == http::verb::get || request_.method() == http::verb::head;
+    const auto& routes = post ? *handlers_.post : *handlers_.get;
+    auto handler = routes.find(path);
+    if (!(get || post) || handler == routes.end()) {
+      const bool gets = handlers_.get->count(path) > 0;
+      const bool posts = handlers_.post->count(path) > 0;
+      if (!gets && !posts) {
+        response.result(http::status::not_found);
+        response.body() = "not found\n";
+        return response;
+      }
       response.result(http::status::method_not_allowed);
-      response.set(http::field::allow, "GET, HEAD");
+      response.set(http::field::allow, posts ? "POST" : "GET, HEAD");
       response.body() = "method not allowed\n";
       return response;
     }
-    std::string path(request_.target());
-    if (auto query = path.find('?'); query != std::string::npos) path.resize(query);
-    auto handler = handlers_.find(path);
-    if (handler == handlers_.end()) {
-      response.result(http::status::not_found);
-      response.body() = "not found\n";
-      return response;
-    }
     HttpRequest request{std::string(request_.method_string()), path,
-                        std::string(request_[http::field::authorization])};
+                        std::string(request_[http::field::authorization]),
+                        std::string(request_[http::field::content_type]), std::move(request_.body())};
     HttpResponse answer;
     try {
       answer = handler->second(request);
@@ -123,7 +151,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
     response.result(answer.status);
     response.set(http::field::content_type, answer.content_type);
     if (answer.status == 401) response.set(http::field::www_authenticate, "Bearer");
-    if (request_.method() == http::verb::get) response.body() = std::move(answer.body);
+    if (request_.method() != http::verb::head) response.body() = std::move(answer.body);
     return response;
   }
 
@@ -153,9 +181,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   std::shared_ptr<asio::ssl::context> context_;  // null for plain HTTP
   Stream stream_;
   beast::flat_buffer buffer_;
+  std::optional<http::request_parser<http::string_body>> parser_;
   http::request<http::string_body> request_;
   http::response<http::string_body> response_;
-  const Handlers& handlers_;
+  Handlers handlers_;
 };
 
 }  // namespace
@@ -163,7 +192,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 struct HttpServer::Implementation {
   asio::io_context context{1};
   tcp::acceptor acceptor{context};
-  const std::map<std::string, HttpHandler>* handlers = nullptr;
+  Handlers handlers;
   std::shared_ptr<TlsContextProvider> tls;  // null: plain HTTP
 
   void accept() {
@@ -171,9 +200,9 @@ struct HttpServer::Implementation {
       if (error == asio::error::operation_aborted || !acceptor.is_open()) return;
       if (!error) {
         if (!tls) {
-          std::make_shared<Session<beast::tcp_stream>>(std::move(socket), *handlers)->run();
+          std::make_shared<Session<beast::tcp_stream>>(std::move(socket), handlers)->run();
         } else if (auto tls_context = tls->tls_context()) {
-          std::make_shared<Session<TlsStream>>(std::move(socket), std::move(tls_context), *handlers)->run();
+          std::make_shared<Session<TlsStream>>(std::move(socket), std::move(tls_context), handlers)->run();
         }
       }
       accept();
@@ -193,12 +222,16 @@ void HttpServer::handle(const std::string& path, std::function<HttpResponse()> h
   handlers_[path] = [handler = std::move(handler)](const HttpRequest&) { return handler(); };
 }
 
+void HttpServer::handle_post(const std::string& path, HttpHandler handler) {
+  post_handlers_[path] = std::move(handler);
+}
+
 std::optional<std::string> HttpServer::start(const std::string& bind_address) {
   auto address = parse_bind_address(bind_address);
   if (!address)
     return "invalid bind address \"" + bind_address + "\" for the " + name_ + " server (want host:port)";
   implementation_ = std::make_unique<Implementation>();
-  implementation_->handlers = &handlers_;
+  implementation_->handlers = {&handlers_, &post_handlers_, max_request_body_};
   implementation_->tls = tls_;
   if (tls_ && !tls_->tls_context()) return "the " + name_ + " server has no TLS certificate to serve";
   beast::error_code error;

@@ -1,8 +1,10 @@
 #pragma once
-// A small HTTP/1.1 server for probes and metrics on Boost.Beast (cpprestsdk's http_listener is not
-// meant for production serving). GET and HEAD only; one thread; every connection has a deadline so
-// a stuck scraper cannot pin it. Plain HTTP, or HTTPS (TLS 1.2+) with serve_tls(): each new
-// connection takes the provider's current context, so a reloaded certificate serves the next one.
+// A small HTTP/1.1 server for probes, metrics and webhooks on Boost.Beast (cpprestsdk's http_listener
+// is not meant for production serving). GET and HEAD, and POST for the paths registered with
+// handle_post() (a body of at most kMaxRequestBody by default); one thread; every connection has a deadline
+// so a stuck client cannot pin it. Plain HTTP, or HTTPS (TLS 1.2+) with serve_tls(): each new connection
+// takes the provider's current context, so a reloaded certificate serves the next one.
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -22,10 +24,16 @@ struct HttpResponse {
 };
 
 struct HttpRequest {
-  std::string method;         // "GET" or "HEAD"
+  std::string method;         // "GET", "HEAD" or "POST"
   std::string path;           // without the query string
   std::string authorization;  // the Authorization header, "" when absent
+  std::string content_type;   // the Content-Type header, "" when absent
+  std::string body;           // a POST's body
 };
+
+// The largest POST body read; a larger one is answered 413. The API server sends a conversion webhook
+// every object of a list at once: 500 MyResources are about 1 MiB.
+inline constexpr std::size_t kMaxRequestBody = 64U << 20U;
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
@@ -48,6 +56,10 @@ class HttpServer {
   // Register before start(). Paths match exactly (query strings are ignored).
   void handle(const std::string& path, HttpHandler handler);
   void handle(const std::string& path, std::function<HttpResponse()> handler);
+  // A path that takes POST only.
+  void handle_post(const std::string& path, HttpHandler handler);
+  // The largest POST body read (413 beyond it). Call before start().
+  void max_request_body(std::size_t bytes) { max_request_body_ = bytes; }
 
   // Serve HTTPS with the provider's certificate instead of plain HTTP. Call before start().
   void serve_tls(std::shared_ptr<TlsContextProvider> provider) { tls_ = std::move(provider); }
@@ -62,11 +74,13 @@ class HttpServer {
  private:
   struct Implementation;
   std::string name_;
-  std::map<std::string, HttpHandler> handlers_;
+  std::map<std::string, HttpHandler> handlers_;       // GET and HEAD
+  std::map<std::string, HttpHandler> post_handlers_;  // POST
   std::shared_ptr<TlsContextProvider> tls_;
   std::unique_ptr<Implementation> implementation_;
   std::thread thread_;
   std::uint16_t port_ = 0;
+  std::size_t max_request_body_ = kMaxRequestBody;
 };
 
 }  // namespace myop::runtime

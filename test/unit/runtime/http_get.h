@@ -18,7 +18,8 @@ struct HttpAnswer {
 
 inline HttpAnswer http_request(std::uint16_t port, const std::string& target,
                                boost::beast::http::verb verb = boost::beast::http::verb::get,
-                               const std::string& authorization = "") {
+                               const std::string& authorization = "", const std::string& body = "",
+                               const std::string& content_type = "") {
   namespace beast = boost::beast;
   namespace http = beast::http;
   boost::asio::io_context context;
@@ -29,6 +30,11 @@ inline HttpAnswer http_request(std::uint16_t port, const std::string& target,
   http::request<http::string_body> request{verb, target, 11};
   request.set(http::field::host, "127.0.0.1");
   if (!authorization.empty()) request.set(http::field::authorization, authorization);
+  if (!content_type.empty()) request.set(http::field::content_type, content_type);
+  if (!body.empty()) {
+    request.body() = body;
+    request.prepare_payload();
+  }
   http::write(stream, request);
   beast::flat_buffer buffer;
   http::response<http::string_body> response;

@@ -45,6 +45,40 @@ TEST_CASE("the server answers registered paths and refuses the rest", "[runtime]
   server.stop();
 }
 
+TEST_CASE("a POST path gets the body and content type, and only POST; a body past the limit is 413",
+          "[runtime][http_server]") {
+  using boost::beast::http::verb;
+  HttpServer server("test");
+  server.max_request_body(1024);
+  HttpRequest seen;
+  server.handle_post("/convert", [&](const HttpRequest& request) {
+    seen = request;
+    return HttpResponse{200, "application/json", R"({"echo":)" + request.body + "}"};
+  });
+  server.handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok"}; });
+  REQUIRE_FALSE(server.start("127.0.0.1:0"));
+
+  auto answer = http_request(server.port(), "/convert", verb::post, "", R"({"a":1})", "application/json");
+  CHECK(answer.status == 200);
+  CHECK(answer.body == R"({"echo":{"a":1}})");
+  CHECK(seen.method == "POST");
+  CHECK(seen.path == "/convert");
+  CHECK(seen.content_type == "application/json");
+  CHECK(seen.body == R"({"a":1})");
+
+  // Each path answers its own methods only, and says which.
+  CHECK(http_request(server.port(), "/convert").status == 405);
+  CHECK(http_request(server.port(), "/healthz", verb::post, "", "x").status == 405);
+  CHECK(http_request(server.port(), "/other", verb::post, "", "x").status == 404);
+
+  auto too_large = http_request(server.port(), "/convert", verb::post, "", std::string(4096, 'x'));
+  CHECK(too_large.status == 413);
+  CHECK_THAT(too_large.body, Catch::Contains("larger than 1024 bytes"));
+  // The server goes on serving.
+  CHECK(http_request(server.port(), "/convert", verb::post, "", "[]").status == 200);
+  server.stop();
+}
+
 TEST_CASE("a port in use is an error value, not a crash", "[runtime][http_server]") {
   HttpServer first("first");
   REQUIRE_FALSE(first.start("127.0.0.1:0"));
