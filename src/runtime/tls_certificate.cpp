@@ -14,8 +14,10 @@
 
 #include <boost/asio/ssl/context.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
+#include <ctime>
 
 namespace myop::runtime {
 namespace {
@@ -81,6 +83,12 @@ std::vector<std::string> alternative_names(X509* certificate) {
   return names;
 }
 
+std::chrono::system_clock::time_point time_point(const ASN1_TIME* time) {
+  std::tm utc{};
+  if (ASN1_TIME_to_tm(time, &utc) != 1) return {};
+  return std::chrono::system_clock::from_time_t(timegm(&utc));
+}
+
 CertificateDescription describe(X509* certificate) {
   CertificateDescription description;
   description.subject = name_text(X509_get_subject_name(certificate));
@@ -107,6 +115,9 @@ CertificateDescription describe(X509* certificate) {
     }
   }
   description.names = alternative_names(certificate);
+  description.certificate_authority = X509_check_ca(certificate) != 0;
+  description.valid_from = time_point(X509_get0_notBefore(certificate));
+  description.valid_until = time_point(X509_get0_notAfter(certificate));
   return description;
 }
 
@@ -159,10 +170,25 @@ kube::Result<std::shared_ptr<boost::asio::ssl::context>> make_server_tls_context
   return context;
 }
 
-kube::Result<CertificatePair> generate_self_signed_certificate(const std::vector<std::string>& names,
-                                                               std::string_view organization) {
-  if (names.empty()) return invalid("a self-signed certificate needs at least one name");
+kube::Result<CertificatePair> issue_certificate(const CertificateSpec& spec, const CertificatePair* issuer) {
+  if (spec.names.empty()) return invalid("a certificate needs at least one name");
+  if (spec.validity.count() <= 0) return invalid("a certificate needs a validity of more than 0 s");
   ERR_clear_error();
+  X509Pointer issuer_certificate;
+  KeyPointer issuer_key;
+  if (issuer != nullptr) {
+    Bio certificate_bio = memory(issuer->certificate_pem);
+    issuer_certificate.reset(PEM_read_bio_X509(certificate_bio.get(), nullptr, nullptr, nullptr));
+    Bio key_bio = memory(issuer->key_pem);
+    issuer_key.reset(PEM_read_bio_PrivateKey(key_bio.get(), nullptr, nullptr, nullptr));
+    if (!issuer_certificate || !issuer_key)
+      return invalid("the issuer's certificate or key does not parse: " + openssl_error());
+    if (X509_check_private_key(issuer_certificate.get(), issuer_key.get()) != 1) {
+      ERR_clear_error();
+      return invalid("the issuer's key does not belong to its certificate");
+    }
+    if (X509_check_ca(issuer_certificate.get()) == 0) return invalid("the issuer's certificate is not a CA");
+  }
   KeyPointer key(EVP_EC_gen("P-256"));
   if (!key) return invalid("cannot generate an ECDSA key: " + openssl_error());
 
@@ -175,39 +201,49 @@ kube::Result<CertificatePair> generate_self_signed_certificate(const std::vector
   BIGNUM* serial = BN_bin2bn(serial_bytes.data(), static_cast<int>(serial_bytes.size()), nullptr);
   BN_to_ASN1_INTEGER(serial, X509_get_serialNumber(certificate.get()));
   BN_free(serial);
-  X509_gmtime_adj(X509_getm_notBefore(certificate.get()), -60L * 60);  // tolerate clock skew
-  X509_gmtime_adj(X509_getm_notAfter(certificate.get()), 365L * 24 * 60 * 60);
+  const long skew = std::min<long>(60L * 60, static_cast<long>(spec.validity.count() / 4));
+  X509_gmtime_adj(X509_getm_notBefore(certificate.get()), -skew);
+  X509_gmtime_adj(X509_getm_notAfter(certificate.get()), static_cast<long>(spec.validity.count()));
   X509_set_pubkey(certificate.get(), key.get());
   X509_NAME* subject = X509_get_subject_name(certificate.get());
-  if (!organization.empty()) {
-    const std::string name(organization);
+  if (!spec.organization.empty()) {
     X509_NAME_add_entry_by_txt(subject, "O", MBSTRING_UTF8,
-                               reinterpret_cast<const unsigned char*>(name.c_str()), -1, -1, 0);
+                               reinterpret_cast<const unsigned char*>(spec.organization.c_str()), -1, -1, 0);
   }
   X509_NAME_add_entry_by_txt(subject, "CN", MBSTRING_UTF8,
-                             reinterpret_cast<const unsigned char*>(names[0].c_str()), -1, -1, 0);
-  X509_set_issuer_name(certificate.get(), subject);
+                             reinterpret_cast<const unsigned char*>(spec.names[0].c_str()), -1, -1, 0);
+  X509* signer = issuer_certificate ? issuer_certificate.get() : certificate.get();
+  X509_set_issuer_name(certificate.get(), X509_get_subject_name(signer));
 
-  std::string alternatives;
-  for (const std::string& name : names) {
-    if (!alternatives.empty()) alternatives += ",";
-    alternatives += (is_ip_address(name) ? "IP:" : "DNS:") + name;
+  std::vector<std::pair<int, std::string>> extensions;
+  if (spec.certificate_authority) {
+    extensions = {{NID_basic_constraints, "critical,CA:TRUE,pathlen:0"},
+                  {NID_key_usage, "critical,keyCertSign,cRLSign,digitalSignature"},
+                  {NID_subject_key_identifier, "hash"}};
+  } else {
+    std::string alternatives;
+    for (const std::string& name : spec.names) {
+      if (!alternatives.empty()) alternatives += ",";
+      alternatives += (is_ip_address(name) ? "IP:" : "DNS:") + name;
+    }
+    extensions = {{NID_basic_constraints, "critical,CA:FALSE"},
+                  {NID_key_usage, "critical,digitalSignature"},
+                  {NID_ext_key_usage, "serverAuth"},
+                  {NID_subject_alt_name, alternatives}};
+    if (issuer_certificate) extensions.emplace_back(NID_authority_key_identifier, "keyid:always");
   }
   X509V3_CTX extension_context;
   X509V3_set_ctx_nodb(&extension_context);
-  X509V3_set_ctx(&extension_context, certificate.get(), certificate.get(), nullptr, nullptr, 0);
-  for (const auto& [nid, value] :
-       std::vector<std::pair<int, std::string>>{{NID_basic_constraints, "critical,CA:FALSE"},
-                                                {NID_key_usage, "critical,digitalSignature"},
-                                                {NID_ext_key_usage, "serverAuth"},
-                                                {NID_subject_alt_name, alternatives}}) {
+  X509V3_set_ctx(&extension_context, signer, certificate.get(), nullptr, nullptr, 0);
+  for (const auto& [nid, value] : extensions) {
     X509_EXTENSION* extension = X509V3_EXT_conf_nid(nullptr, &extension_context, nid, value.c_str());
     if (!extension)
       return invalid("cannot build the certificate extension " + value + ": " + openssl_error());
     X509_add_ext(certificate.get(), extension, -1);
     X509_EXTENSION_free(extension);
   }
-  if (X509_sign(certificate.get(), key.get(), EVP_sha256()) == 0)
+  EVP_PKEY* signing_key = issuer_key ? issuer_key.get() : key.get();
+  if (X509_sign(certificate.get(), signing_key, EVP_sha256()) == 0)
     return invalid("cannot sign the certificate: " + openssl_error());
 
   CertificatePair pair;
@@ -218,6 +254,33 @@ kube::Result<CertificatePair> generate_self_signed_certificate(const std::vector
   PEM_write_bio_PrivateKey(key_out.get(), key.get(), nullptr, nullptr, 0, nullptr, nullptr);
   pair.key_pem = bio_text(key_out.get());
   return pair;
+}
+
+kube::Result<std::vector<CertificateDescription>> describe_certificates(const std::string& pem) {
+  ERR_clear_error();
+  std::vector<CertificateDescription> descriptions;
+  Bio bio = memory(pem);
+  while (true) {
+    X509Pointer certificate(PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr));
+    if (!certificate) break;
+    descriptions.push_back(describe(certificate.get()));
+  }
+  // The loop ends on the end of the text (PEM_R_NO_START_LINE) or on a block that does not parse.
+  const unsigned long last = ERR_peek_last_error();
+  const bool clean_end =
+      last == 0 || (ERR_GET_LIB(last) == ERR_LIB_PEM && ERR_GET_REASON(last) == PEM_R_NO_START_LINE);
+  if (!clean_end) return invalid("a certificate of the bundle does not parse: " + openssl_error());
+  ERR_clear_error();
+  if (descriptions.empty()) return invalid("the bundle holds no PEM certificate");
+  return descriptions;
+}
+
+kube::Result<CertificatePair> generate_self_signed_certificate(const std::vector<std::string>& names,
+                                                               std::string_view organization) {
+  CertificateSpec spec;
+  spec.names = names;
+  spec.organization = std::string(organization);
+  return issue_certificate(spec);
 }
 
 }  // namespace myop::runtime

@@ -1,8 +1,10 @@
 #pragma once
-// Serving certificates for the HTTPS metrics server: check that a PEM certificate (chain) and
-// its private key belong together, describe the certificate for the log, build the OpenSSL
-// server context (TLS 1.2 minimum), and make a self-signed pair in memory when no certificate
-// is given (as controller-runtime's secure metrics server does).
+// Serving certificates for the HTTPS metrics and webhook servers: check that a PEM certificate
+// (chain) and its private key belong together, describe the certificate for the log, build the
+// OpenSSL server context (TLS 1.2 minimum), make a self-signed pair in memory when no certificate
+// is given (as controller-runtime's secure metrics server does), and issue a CA and the serving
+// certificates it signs (the webhook's self-managed certificates, runtime/webhook_certificates.h).
+#include <chrono>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -29,6 +31,9 @@ struct CertificateDescription {
   std::string sha256_fingerprint;  // "AB:CD:..."
   std::vector<std::string> names;  // subjectAltName DNS names and IP addresses
   bool expired = false;
+  bool certificate_authority = false;  // basicConstraints CA:TRUE
+  std::chrono::system_clock::time_point valid_from;
+  std::chrono::system_clock::time_point valid_until;
 };
 
 // The certificate's description when `pair` is a usable serving pair: the certificate parses,
@@ -38,6 +43,27 @@ kube::Result<CertificateDescription> inspect_certificate_pair(const CertificateP
 
 // A TLS server context serving `pair`: TLS 1.2 or newer, no compression, no renegotiation.
 kube::Result<std::shared_ptr<boost::asio::ssl::context>> make_server_tls_context(const CertificatePair& pair);
+
+// What issue_certificate makes.
+struct CertificateSpec {
+  // DNS names or IP addresses, the first also the common name; a CA's first name is its common name
+  // and it has no alternative names.
+  std::vector<std::string> names;
+  std::string organization;
+  bool certificate_authority = false;
+  std::chrono::seconds validity{std::chrono::hours(24 * 365)};
+};
+
+// An ECDSA P-256 certificate and key for `spec` with a random serial, valid from a little before now
+// (clock skew: an hour, or a quarter of the validity when that is shorter) for spec.validity from now;
+// signed by `issuer` (a CA's pair) or self-signed when it is null. A serving certificate is for
+// serverAuth with digitalSignature; a CA may sign certificates (keyCertSign, pathlen 0).
+kube::Result<CertificatePair> issue_certificate(const CertificateSpec& spec,
+                                                const CertificatePair* issuer = nullptr);
+
+// Each certificate of a PEM bundle (a CA bundle: several certificates one after the other), in order.
+// An InvalidConfiguration error when a block does not parse or there is none.
+kube::Result<std::vector<CertificateDescription>> describe_certificates(const std::string& pem);
 
 // A self-signed ECDSA P-256 certificate for `names` (DNS names or IP addresses; the first is
 // the common name), valid for one year from now, with a random serial.
