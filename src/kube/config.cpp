@@ -11,6 +11,7 @@
 #include <sstream>
 #include <system_error>
 
+#include "base/base64.h"
 #include "base/text.h"
 
 namespace myop::kube {
@@ -51,43 +52,6 @@ Result<std::string> read_file(const std::string& path) {
   return content.str();
 }
 
-// Standard base64 as kubeconfig *-data fields use it; whitespace (line breaks) is ignored.
-std::optional<std::string> decode_base64(std::string_view text) {
-  auto value_of = [](char c) -> int {
-    if (c >= 'A' && c <= 'Z') return c - 'A';
-    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
-    if (c >= '0' && c <= '9') return c - '0' + 52;
-    if (c == '+') return 62;
-    if (c == '/') return 63;
-    return -1;
-  };
-  std::string decoded;
-  unsigned int buffer = 0;
-  int bits = 0;
-  int padding = 0;
-  int symbols = 0;
-  for (char c : text) {
-    if (std::isspace(static_cast<unsigned char>(c)) != 0) continue;
-    if (c == '=') {
-      ++padding;
-      ++symbols;
-      continue;
-    }
-    if (padding > 0) return std::nullopt;  // data after padding
-    const int value = value_of(c);
-    if (value < 0) return std::nullopt;
-    ++symbols;
-    buffer = (buffer << 6) | static_cast<unsigned int>(value);
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      decoded += static_cast<char>((buffer >> bits) & 0xFF);
-    }
-  }
-  if (padding > 2 || symbols % 4 != 0) return std::nullopt;
-  return decoded;
-}
-
 // ---- YAML reading with field paths -------------------------------------------------------------
 
 std::string scalar(const YAML::Node& node, const std::string& field) {
@@ -108,7 +72,7 @@ bool boolean(const YAML::Node& node, const std::string& field) {
 std::string base64_field(const YAML::Node& node, const std::string& field) {
   const std::string text = scalar(node, field);
   if (text.empty()) return {};
-  auto decoded = decode_base64(text);
+  auto decoded = base::decode_base64(text);
   if (!decoded) throw FieldError{field, "is not valid base64"};
   return *decoded;
 }
