@@ -256,6 +256,18 @@ kube::Result<CertificatePair> issue_certificate(const CertificateSpec& spec, con
   return pair;
 }
 
+bool issued_by(const std::string& certificate_pem, const std::string& issuer_pem) {
+  Bio certificate_bio = memory(certificate_pem);
+  X509Pointer certificate(PEM_read_bio_X509(certificate_bio.get(), nullptr, nullptr, nullptr));
+  Bio issuer_bio = memory(issuer_pem);
+  X509Pointer issuer(PEM_read_bio_X509(issuer_bio.get(), nullptr, nullptr, nullptr));
+  const bool signed_by = certificate && issuer &&
+                         X509_check_issued(issuer.get(), certificate.get()) == X509_V_OK &&
+                         X509_verify(certificate.get(), X509_get0_pubkey(issuer.get())) == 1;
+  ERR_clear_error();
+  return signed_by;
+}
+
 kube::Result<std::vector<CertificateDescription>> describe_certificates(const std::string& pem) {
   ERR_clear_error();
   std::vector<CertificateDescription> descriptions;

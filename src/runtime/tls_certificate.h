@@ -61,6 +61,10 @@ struct CertificateSpec {
 kube::Result<CertificatePair> issue_certificate(const CertificateSpec& spec,
                                                 const CertificatePair* issuer = nullptr);
 
+// Whether the first certificate of `certificate_pem` carries a valid signature of the first
+// certificate of `issuer_pem` (a CA), and names it as its issuer. False when either does not parse.
+bool issued_by(const std::string& certificate_pem, const std::string& issuer_pem);
+
 // Each certificate of a PEM bundle (a CA bundle: several certificates one after the other), in order.
 // An InvalidConfiguration error when a block does not parse or there is none.
 kube::Result<std::vector<CertificateDescription>> describe_certificates(const std::string& pem);
