@@ -10,6 +10,7 @@
 #include "kube/config.h"
 #include "kube/request_metrics.h"
 #include "kube/transport.h"
+#include "myresource/conversion_review.h"
 #include "myresource/preflight.h"
 #include "myresource/types.h"
 #include "runtime/leader_election.h"
@@ -149,6 +150,28 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
     if (!authorizer) return std::move(authorizer).error();
     manager.metrics_authorizer = authorizer.value();
   }
+  if (options.webhook_bind_address != "0" && !options.webhook_bind_address.empty()) {
+    manager.webhook_bind_address = options.webhook_bind_address;
+    manager.webhook_cert_dir = options.webhook_cert_dir;
+    if (options.webhook_cert_dir.empty()) {
+      runtime::WebhookCertificateManagerOptions certificates;
+      certificates.client = client;
+      certificates.secret_namespace = operator_namespace;
+      certificates.secret_name = options.webhook_secret;
+      certificates.crd_names = options.webhook_crds;
+      const std::string service = options.webhook_service + "." + operator_namespace + ".svc";
+      certificates.settings.names = {service, service + ".cluster.local"};
+      certificates.settings.names.insert(certificates.settings.names.end(),
+                                         options.webhook_cert_names.begin(),
+                                         options.webhook_cert_names.end());
+      certificates.settings.serving_validity = options.webhook_cert_validity;
+      certificates.settings.ca_validity = options.webhook_ca_validity;
+      // Checked often enough that a short validity (a test's) is renewed in time.
+      certificates.check_interval = std::clamp<std::chrono::seconds>(
+          options.webhook_cert_validity / 10, std::chrono::seconds(1), std::chrono::seconds(60));
+      manager.webhook_certificates = std::make_shared<runtime::WebhookCertificateManager>(certificates);
+    }
+  }
   if (options.leader_elect) {
     runtime::LeaderElectionOptions election;
     election.namespace_name =
@@ -171,7 +194,14 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
                         runtime::new_reconcile_id().substr(0, 8);
     manager.sharding = sharding;
   }
-  return std::make_unique<runtime::Manager>(std::move(manager));
+  auto built = std::make_unique<runtime::Manager>(std::move(manager));
+  built->add_webhook("/convert", [](const runtime::HttpRequest& request) {
+    auto answer = myresource::answer_conversion_review(request.body);
+    if (!answer.failure.empty())
+      spdlog::warn("conversion to {} refused: {}", answer.desired_api_version, answer.failure);
+    return runtime::HttpResponse{answer.http_status, std::move(answer.content_type), std::move(answer.body)};
+  });
+  return built;
 }
 
 }  // namespace myop::app

@@ -114,6 +114,28 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
   add("watch-stall-timeout", watch_stall_timeout,
       "A watch with no event and no bookmark for this long is taken as stalled and reconnected, e.g. 90s; "
       "at least 65s, above the API server's one-minute bookmark interval");
+  add("webhook-bind-address", options.webhook_bind_address,
+      "Address the conversion webhook (HTTPS, POST /convert) binds to, e.g. :9443; 0 disables it");
+  add("webhook-cert-dir", options.webhook_cert_dir,
+      "Folder of the webhook's tls.crt and tls.key (cert-manager), reloaded when they change; empty: the "
+      "operator manages a CA and the certificate in --webhook-secret and the CRDs' caBundle");
+  add("webhook-secret", options.webhook_secret,
+      "Secret in the operator's namespace holding the self-managed webhook CA and certificate");
+  add("webhook-service", options.webhook_service,
+      "Service the API server reaches the webhook by: the certificate names <service>.<namespace>.svc and "
+      "<service>.<namespace>.svc.cluster.local");
+  add("webhook-cert-names", options.webhook_cert_names_flag,
+      "More names for the self-managed webhook certificate, comma-separated (the host of a webhook URL)");
+  add("webhook-crds", options.webhook_crds_flag,
+      "CRDs whose conversion webhook caBundle the operator keeps current, comma-separated");
+  std::string webhook_cert_validity = "8760h";
+  std::string webhook_ca_validity = "87600h";
+  add("webhook-cert-validity", webhook_cert_validity,
+      "Validity of the self-managed webhook serving certificate (renewed when a third is left)");
+  add("webhook-ca-validity", webhook_ca_validity,
+      "Validity of the self-managed webhook CA (renewed when a third is left; the old one stays trusted "
+      "until "
+      "it expires)");
   add("config-map", options.config_map, "Feature-flag ConfigMap in the operator's namespace");
   add("otlp-endpoint", options.otlp_endpoint,
       "OpenTelemetry collector to send reconcile traces to over OTLP/HTTP (JSON), e.g. "
@@ -159,6 +181,15 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       throw CLI::ValidationError("--orphan-sweep-period", "must be at least 1s");
     }
     options.watch_stall_timeout = duration("--watch-stall-timeout", watch_stall_timeout);
+    options.webhook_cert_validity = duration("--webhook-cert-validity", webhook_cert_validity);
+    options.webhook_ca_validity = duration("--webhook-ca-validity", webhook_ca_validity);
+    if (options.webhook_cert_validity.count() <= 0 || options.webhook_ca_validity.count() <= 0)
+      throw CLI::ValidationError("--webhook-cert-validity", "validities must be more than 0");
+    if (options.webhook_cert_validity > options.webhook_ca_validity)
+      throw CLI::ValidationError("--webhook-cert-validity",
+                                 "must not be longer than --webhook-ca-validity (the CA signs it)");
+    options.webhook_cert_names = split_namespaces(options.webhook_cert_names_flag);
+    options.webhook_crds = split_namespaces(options.webhook_crds_flag);
     if (options.watch_stall_timeout < std::chrono::seconds(65)) {
       throw CLI::ValidationError("--watch-stall-timeout",
                                  "must be at least 65s: the API server sends a bookmark only about every "

@@ -36,6 +36,21 @@ struct Options {
   // A watch silent this long (no event, no bookmark) is taken as stalled and reconnected; above the API
   // server's one-minute bookmark interval (kube/watch.h).
   std::chrono::seconds watch_stall_timeout = std::chrono::seconds(90);
+  // The conversion webhook (HTTPS, POST /convert): "0" disables it. Its certificate is read from
+  // webhook_cert_dir (tls.crt, tls.key; cert-manager or a mounted Secret, reloaded when it changes),
+  // else managed by the operator in the Secret webhook_secret of the operator's namespace: a CA and a
+  // serving certificate for <webhook_service>.<namespace>.svc[.cluster.local] and webhook_cert_names,
+  // renewed at a third of their validity, the CA put in the caBundle of webhook_crds.
+  std::string webhook_bind_address = "0";
+  std::string webhook_cert_dir;
+  std::string webhook_secret = "my-operator-webhook-cert";
+  std::string webhook_service = "my-operator-webhook";
+  std::vector<std::string> webhook_cert_names;  // more names (a URL's host, e.g. 127.0.0.1)
+  std::string webhook_cert_names_flag;
+  std::vector<std::string> webhook_crds{"myresources.myorg.io"};
+  std::string webhook_crds_flag = "myresources.myorg.io";
+  std::chrono::seconds webhook_cert_validity = std::chrono::hours(24 * 365);
+  std::chrono::seconds webhook_ca_validity = std::chrono::hours(24 * 365 * 10);
   std::string config_map = "my-operator-config";
   // OTLP/HTTP collector, e.g. http://otel-collector:4318; empty: tracing off (no spans, no exporter).
   std::string otlp_endpoint;

@@ -233,6 +233,55 @@ bool Manager::wait_for_caches(std::stop_token stop) {
   return false;
 }
 
+void Manager::add_webhook(const std::string& path, HttpHandler handler) {
+  webhook_server_.handle_post(path, std::move(handler));
+}
+
+std::optional<std::string> Manager::serve_webhooks(const std::stop_token& stop) {
+  if (!options_.webhook_cert_dir.empty()) {
+    const std::filesystem::path folder(options_.webhook_cert_dir);
+    auto watcher = std::make_shared<CertificateWatcher>(
+        (folder / "tls.crt").string(), (folder / "tls.key").string(), options_.metrics_cert_poll_interval);
+    auto loaded = watcher->load();
+    if (!loaded) return "--webhook-cert-dir: " + loaded.error().message;
+    log_certificate(
+        "Serving webhooks with the certificate of --webhook-cert-dir, reloaded when its files change",
+        folder.string(), *loaded);
+    watcher->start();
+    webhook_certificate_watcher_ = watcher;
+    webhook_server_.serve_tls(std::move(watcher));
+    return webhook_server_.start(options_.webhook_bind_address);
+  }
+  if (!options_.webhook_certificates)
+    return "no certificate for the webhook server (neither a folder nor a Secret)";
+  if (const auto& certificates = options_.webhook_certificates) {
+    log(spdlog::level::info, "Starting", {{"runnable", certificates->name()}});
+    certificates->start();
+    // Shared with the callback, which may come after a timeout has ended this wait.
+    struct Synced {
+      std::mutex mutex;
+      std::condition_variable_any changed;
+      bool done = false;
+    };
+    auto synced = std::make_shared<Synced>();
+    certificates->on_synced([synced] {
+      std::lock_guard lock(synced->mutex);
+      synced->done = true;
+      synced->changed.notify_all();
+    });
+    std::unique_lock lock(synced->mutex);
+    if (!synced->changed.wait_for(lock, stop, options_.cache_sync_timeout, [&] { return synced->done; }))
+      return stop.stop_requested() ? "stopped before the webhook had a certificate"
+                                   : "no webhook certificate within " +
+                                         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                            options_.cache_sync_timeout)
+                                                            .count()) +
+                                         " s";
+  }
+  webhook_server_.serve_tls(options_.webhook_certificates);
+  return webhook_server_.start(options_.webhook_bind_address);
+}
+
 int Manager::run(std::stop_token stop) {
   std::stop_callback forward(stop, [this] { internal_stop_.request_stop(); });
   const std::stop_token stopping = internal_stop_.get_token();
@@ -259,6 +308,17 @@ int Manager::run(std::stop_token stop) {
       log(spdlog::level::err, "Cannot serve metrics", {{"error", *error}});
       probe_server_.stop();
       return 1;
+    }
+  }
+
+  if (!disabled(options_.webhook_bind_address)) {
+    if (auto error = serve_webhooks(stopping)) {
+      log(spdlog::level::err, "Cannot serve webhooks", {{"error", *error}});
+      if (options_.webhook_certificates) options_.webhook_certificates->stop();
+      if (webhook_certificate_watcher_) webhook_certificate_watcher_->stop();
+      metrics_server_.stop();
+      probe_server_.stop();
+      return stop.stop_requested() ? 0 : 1;
     }
   }
 
@@ -334,6 +394,10 @@ bool Manager::shut_down() {
   for (auto& result : stopped) clean = result.get() && clean;
   if (options_.leader_elector && !leadership_lost_) options_.leader_elector->release();
   for (const auto& runnable : runnables_) runnable->stop();
+  // The webhook serves until the end: another replica's caches may still need its conversion.
+  webhook_server_.stop();
+  if (options_.webhook_certificates) options_.webhook_certificates->stop();
+  if (webhook_certificate_watcher_) webhook_certificate_watcher_->stop();
   metrics_server_.stop();
   probe_server_.stop();
   if (certificate_watcher_) certificate_watcher_->stop();

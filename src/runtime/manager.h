@@ -40,6 +40,7 @@
 #include "runtime/runnable.h"
 #include "runtime/shard_coordinator.h"
 #include "runtime/shard_gate.h"
+#include "runtime/webhook_certificates.h"
 #include "runtime/writer.h"
 #include "trace/tracer.h"
 
@@ -79,6 +80,13 @@ struct ManagerOptions {
   std::string metrics_cert_name = "tls.crt";
   std::string metrics_key_name = "tls.key";
   std::chrono::milliseconds metrics_cert_poll_interval = std::chrono::seconds(5);
+  // The conversion webhook server (HTTPS, POST paths added with add_webhook): "0" or "" disables it.
+  // Its certificate: <webhook_cert_dir>/tls.crt and tls.key, reloaded when they change, or else the
+  // self-managed webhook_certificates, started first. Either way the webhook is served before the
+  // caches start (their lists may need the conversion) and until the end.
+  std::string webhook_bind_address = "0";
+  std::string webhook_cert_dir;
+  std::shared_ptr<WebhookCertificateManager> webhook_certificates;
   // The cache sync timeout runs on it.
   std::shared_ptr<const base::Clock> clock = base::system_clock();
   // Null: tracing off. Set: every controller built on this manager traces its reconciles.
@@ -113,6 +121,8 @@ class Manager {
   // Null unless sharding.
   const std::shared_ptr<ShardGate>& shard_gate() const { return shard_gate_; }
   ShardCoordinator* shard_coordinator() { return shard_coordinator_.get(); }
+  // A POST path of the webhook server (register before run()).
+  void add_webhook(const std::string& path, HttpHandler handler);
   void add_health_check(std::string name, Check check);
   void add_ready_check(std::string name, Check check);
 
@@ -123,6 +133,7 @@ class Manager {
   bool caches_synced() const { return caches_synced_; }
   std::uint16_t metrics_port() const { return metrics_server_.port(); }
   std::uint16_t probe_port() const { return probe_server_.port(); }
+  std::uint16_t webhook_port() const { return webhook_server_.port(); }
 
  private:
   HttpResponse healthz();
@@ -131,6 +142,8 @@ class Manager {
   // The metrics server's TLS certificate (metrics_secure); an error text when it cannot be had.
   std::optional<std::string> prepare_metrics_tls();
   bool wait_for_caches(std::stop_token stop);
+  // Starts the webhook server (after its certificates, when self-managed); an error text on failure.
+  std::optional<std::string> serve_webhooks(const std::stop_token& stop);
   bool shut_down();
 
   ManagerOptions options_;
@@ -147,7 +160,9 @@ class Manager {
   std::vector<std::pair<std::string, Check>> ready_checks_;
   HttpServer metrics_server_{"metrics"};
   HttpServer probe_server_{"health probe"};
+  HttpServer webhook_server_{"webhook"};
   std::shared_ptr<CertificateWatcher> certificate_watcher_;
+  std::shared_ptr<CertificateWatcher> webhook_certificate_watcher_;
   std::shared_ptr<ShardGate> shard_gate_;
   std::unique_ptr<ShardCoordinator> shard_coordinator_;
   std::atomic<bool> caches_synced_{false};

@@ -52,3 +52,31 @@ TEST_CASE(
   // A timeout under a minute would cut every quiet healthy watch between two bookmarks.
   CHECK(std::get<int>(parse({"--watch-stall-timeout", "30s"})) != 0);
 }
+
+TEST_CASE("webhook flags: off by default, names and CRDs as lists, validities checked",
+          "[app][options][webhook]") {
+  const auto defaults = parse({});
+  REQUIRE(std::holds_alternative<Options>(defaults));
+  const auto& off = std::get<Options>(defaults);
+  CHECK(off.webhook_bind_address == "0");
+  CHECK(off.webhook_secret == "my-operator-webhook-cert");
+  CHECK(off.webhook_crds == std::vector<std::string>{"myresources.myorg.io"});
+  CHECK(off.webhook_cert_validity == std::chrono::hours(8760));
+  CHECK(off.webhook_ca_validity == std::chrono::hours(87600));
+
+  const auto set = parse({"--webhook-bind-address", "127.0.0.1:9443", "--webhook-cert-names",
+                          "127.0.0.1, ::1", "--webhook-crds", "a.example.com,b.example.com",
+                          "--webhook-cert-validity", "90s", "--webhook-ca-validity", "10m"});
+  REQUIRE(std::holds_alternative<Options>(set));
+  const auto& on = std::get<Options>(set);
+  CHECK(on.webhook_bind_address == "127.0.0.1:9443");
+  CHECK(on.webhook_cert_names == std::vector<std::string>{"127.0.0.1", "::1"});
+  CHECK(on.webhook_crds == std::vector<std::string>{"a.example.com", "b.example.com"});
+  CHECK(on.webhook_cert_validity == std::chrono::seconds(90));
+  CHECK(on.webhook_ca_validity == std::chrono::minutes(10));
+
+  // The CA signs the certificate: it cannot outlive it.
+  CHECK(std::get<int>(parse({"--webhook-cert-validity", "2h", "--webhook-ca-validity", "1h"})) != 0);
+  CHECK(std::get<int>(parse({"--webhook-cert-validity", "0s"})) != 0);
+  CHECK(std::get<int>(parse({"--webhook-ca-validity", "forever"})) != 0);
+}
