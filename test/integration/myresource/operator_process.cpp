@@ -120,6 +120,18 @@ OperatorProcess::OperatorProcess(OperatorOptions options) : options_(std::move(o
     testenv::kubectl_or_fail("create rolebinding " + binding + " -n " + options_.pod_namespace +
                              " --role my-operator-leader-election --user " + options_.user);
   }
+  for (const std::string& file : options_.extra_role_files) {
+    if (options_.pod_namespace.empty()) FAIL("extra_role_files need pod_namespace");
+    const std::string text = read_file(testenv::source_dir() + "/config/rbac/" + file);
+    const auto named = text.find("  name: ");
+    if (named == std::string::npos) FAIL("config/rbac/" << file << " names no Role");
+    const std::string role = text.substr(named + 8, text.find('\n', named) - named - 8);
+    auto applied = testenv::kubectl_apply(
+        replaced(text, "namespace: my-operator-system", "namespace: " + options_.pod_namespace));
+    if (!applied.ok()) FAIL("cannot apply config/rbac/" << file << ": " << applied.output);
+    testenv::kubectl_or_fail("create rolebinding " + binding + "-" + role + " -n " + options_.pod_namespace +
+                             " --role " + role + " --user " + options_.user);
+  }
 }
 
 OperatorProcess::~OperatorProcess() {

@@ -33,6 +33,9 @@ struct OperatorOptions {
   // More config/rbac files whose ClusterRole is applied and bound to the user too, e.g.
   // "metrics_auth_role.yaml" for --metrics-secure. The bindings go with the process.
   std::vector<std::string> extra_cluster_role_files;
+  // More config/rbac files of a Role, applied in pod_namespace (which must be set) and bound to the
+  // user there, e.g. "webhook_secret_role.yaml".
+  std::vector<std::string> extra_role_files;
   // The program under the build folder: my-operator, or a controller of examples/.
   std::string binary = "my-operator";
   // When set, the operator reaches the API server at this URL instead (a FaultProxy's url()): its

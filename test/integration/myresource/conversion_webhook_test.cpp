@@ -1,0 +1,132 @@
+// The conversion webhook served by the operator (issue 20), on a control plane of its own (the
+// [conversion] cases change the MyResource CRD: test/CMakeLists.txt gives them the controlplane_conversion
+// fixture). The CRD there is the shipped one with v1beta1 served and stored and conversion by the
+// webhook at the operator's loopback URL; the API server calls it for every read and write in the
+// version that is not stored, and trusts it through the caBundle the operator keeps in the CRD.
+#include <catch2/catch.hpp>
+
+#include <string>
+
+#include "base/base64.h"
+#include "myresource/operator_process.h"
+#include "support/testenv.h"
+
+using namespace myop;
+using namespace myop::testing;
+using namespace std::chrono_literals;
+
+namespace {
+
+// The shipped CRD switched to what v1beta1 as the storage version needs: v1beta1 served and stored,
+// v1alpha1 served, converted by the webhook at `url`.
+void convert_through_webhook(const std::string& url) {
+  testenv::kubectl_or_fail(R"(patch crd myresources.myorg.io --type=json -p '[)"
+                           R"({"op":"replace","path":"/spec/versions/0/storage","value":false},)"
+                           R"({"op":"replace","path":"/spec/versions/1/served","value":true},)"
+                           R"({"op":"replace","path":"/spec/versions/1/storage","value":true},)"
+                           R"({"op":"add","path":"/spec/conversion","value":{"strategy":"Webhook","webhook":)"
+                           R"({"conversionReviewVersions":["v1"],"clientConfig":{"url":")" +
+                           url + R"("}}}}]')");
+  testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
+}
+
+std::string jsonpath(const std::string& what, const std::string& path) {
+  const auto result = testenv::kubectl("get " + what + " -o jsonpath='" + path + "'");
+  return result.ok() ? result.output : "(error) " + result.output;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "conversion webhook: the API server converts through the operator both ways with the caBundle it keeps, "
+    "and reports the webhook down without losing anything",
+    "[myresource][operator][conversion]") {
+  // Never a cluster of $KUBECONFIG: its CRD would point at this test's loopback webhook.
+  if (!testenv::owns_control_plane()) FAIL("needs a control plane of its own: it changes the MyResource CRD");
+  testenv::ScopedNamespace ns("conversion");
+  const unsigned short port = free_port();
+  OperatorOptions options;
+  options.user = "myop-conversion-" + ns.name();
+  options.namespaces = {ns.name()};
+  options.pod_namespace = ns.name();
+  options.extra_cluster_role_files = {"webhook_role.yaml"};
+  options.extra_role_files = {"webhook_secret_role.yaml"};
+  options.extra_args = {"--webhook-bind-address", "127.0.0.1:" + std::to_string(port), "--webhook-cert-names",
+                        "127.0.0.1"};
+  OperatorProcess operator_process(options);  // installs the shipped CRD
+  convert_through_webhook("https://127.0.0.1:" + std::to_string(port) + "/convert");
+  operator_process.start();
+
+  // The operator made its CA and put it into the CRD.
+  std::string ca;
+  const bool bundled = eventually(
+      [&] {
+        ca = jsonpath("secret my-operator-webhook-cert -n " + ns.name(), "{.data.ca\\.crt}");
+        return !ca.empty() &&
+               ca == jsonpath("crd myresources.myorg.io", "{.spec.conversion.webhook.clientConfig.caBundle}");
+      },
+      30s);
+  INFO("operator log:\n" << operator_process.log_tail(30));
+  REQUIRE(bundled);
+  const auto decoded = base::decode_base64(ca);
+  REQUIRE(decoded);
+  CHECK(decoded->find("-----BEGIN CERTIFICATE-----") == 0);
+
+  // Written as v1alpha1 (stored as v1beta1 through the webhook): read in each version as it is.
+  const auto alpha = testenv::kubectl_apply(
+      "apiVersion: myorg.io/v1alpha1\nkind: MyResource\nmetadata:\n  name: from-alpha\n  namespace: " +
+      ns.name() +
+      "\n  annotations:\n    myorg.io/canary: \"true\"\n    myorg.io/targetVersion: \"1.27.2\"\n"
+      "spec:\n  image: nginx:1.27.1\n  replicas: 1\n");
+  INFO(alpha.output);
+  REQUIRE(alpha.ok());
+  const std::string beta_of_alpha = "myresources.v1beta1.myorg.io from-alpha -n " + ns.name();
+  const std::string alpha_of_alpha = "myresources.v1alpha1.myorg.io from-alpha -n " + ns.name();
+  CHECK(jsonpath(beta_of_alpha, "{.apiVersion}") == "myorg.io/v1beta1");
+  CHECK(jsonpath(beta_of_alpha, "{.spec.canary.enabled}") == "true");
+  CHECK(jsonpath(beta_of_alpha, "{.spec.canary.targetVersion}") == "1.27.2");
+  CHECK(jsonpath(beta_of_alpha, "{.metadata.annotations.myorg\\.io/canary}").empty());
+  CHECK(jsonpath(alpha_of_alpha, "{.metadata.annotations.myorg\\.io/canary}") == "true");
+  CHECK(jsonpath(alpha_of_alpha, "{.metadata.annotations.myorg\\.io/targetVersion}") == "1.27.2");
+  CHECK(jsonpath(alpha_of_alpha, "{.spec.canary.enabled}").empty());  // v1alpha1 has its canary settings only
+
+  // Written as v1beta1: read as v1alpha1 with the annotations.
+  const auto beta = testenv::kubectl_apply(
+      "apiVersion: myorg.io/v1beta1\nkind: MyResource\nmetadata:\n  name: from-beta\n  namespace: " +
+      ns.name() +
+      "\nspec:\n  image: nginx:1.27.1\n  replicas: 1\n  canary:\n    enabled: true\n    targetVersion: "
+      "\"1.27.3\"\n"
+      "  features:\n    orphanSweep: false\n");
+  INFO(beta.output);
+  REQUIRE(beta.ok());
+  const std::string alpha_of_beta = "myresources.v1alpha1.myorg.io from-beta -n " + ns.name();
+  CHECK(jsonpath(alpha_of_beta, "{.metadata.annotations.myorg\\.io/canary}") == "true");
+  CHECK(jsonpath(alpha_of_beta, "{.metadata.annotations.myorg\\.io/targetVersion}") == "1.27.3");
+  CHECK(jsonpath(alpha_of_beta, "{.metadata.annotations.myorg\\.io/features}") == "orphanSweep=false");
+
+  // The operator (which reads v1alpha1, through its own webhook) runs both, canaries included.
+  for (const std::string name : {"from-alpha", "from-beta"}) {
+    INFO(name << "\noperator log:\n" << operator_process.log_tail(30));
+    CHECK(eventually(
+        [&] {
+          return testenv::kubectl("get deployment " + name + " -n " + ns.name()).ok() &&
+                 testenv::kubectl("get deployment " + name + "-canary -n " + ns.name()).ok();
+        },
+        60s));
+  }
+
+  // The webhook down: the API server cannot serve v1alpha1 and says why; nothing is lost.
+  operator_process.stop();
+  const auto refused = testenv::kubectl("get " + alpha_of_alpha + " -o name");
+  INFO(refused.output);
+  CHECK_FALSE(refused.ok());
+  CHECK_THAT(refused.output, Catch::Contains("conversion webhook"));
+  // v1beta1, the stored version, needs no conversion.
+  CHECK(jsonpath(beta_of_alpha, "{.spec.canary.targetVersion}") == "1.27.2");
+
+  // Back up: everything reads again, as written.
+  operator_process.start();
+  CHECK(eventually([&] { return testenv::kubectl("get " + alpha_of_alpha + " -o name").ok(); }, 30s));
+  CHECK(jsonpath(alpha_of_alpha, "{.metadata.annotations.myorg\\.io/targetVersion}") == "1.27.2");
+  CHECK(jsonpath(alpha_of_beta, "{.metadata.annotations.myorg\\.io/targetVersion}") == "1.27.3");
+}
