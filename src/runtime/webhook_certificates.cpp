@@ -116,6 +116,19 @@ kube::Result<WebhookCertificates> renew_certificates(const WebhookCertificates* 
     renewed.serving = current->serving;
     return renewed;
   }
+  // A new CA: the serving certificate of the old one is kept while it is good for a while yet, so
+  // that the new CA reaches the CRDs' caBundle (and the API server) before a certificate it signed is
+  // served; the next renewal, once the bundle is published, replaces it (its CA is not the current).
+  if (plan.kind == RenewalPlan::Kind::Authority && current != nullptr) {
+    auto serving = inspect_certificate_pair(current->serving);
+    const bool old_ca_kept =
+        renewed.ca_bundle.find(first_certificate(current->ca_bundle)) != std::string::npos;
+    if (serving && old_ca_kept && issued_by(current->serving.certificate_pem, current->ca_bundle) &&
+        serving->valid_until - now >= settings.serving_validity / 3) {
+      renewed.serving = current->serving;
+      return renewed;
+    }
+  }
   CertificateSpec serving_spec;
   serving_spec.names = settings.names;
   serving_spec.organization = settings.organization;
@@ -242,7 +255,14 @@ std::optional<std::string> WebhookCertificateManager::check() {
     std::optional<WebhookCertificates> current;
     if (found) current = certificates_of(*found);
     const auto plan = plan_renewal(current ? &*current : nullptr, options_.settings, options_.now());
-    if (plan.kind == RenewalPlan::Kind::Keep) {
+    // A serving certificate of an earlier CA is replaced only once the CRDs carry the current bundle
+    // (published by an earlier pass), unless it is due anyway.
+    const bool waits_for_bundle =
+        plan.kind == RenewalPlan::Kind::Serving && current && !options_.crd_names.empty() &&
+        published_bundle_ != current->ca_bundle &&
+        !issued_by(current->serving.certificate_pem, first_certificate(current->ca_bundle)) &&
+        issued_by(current->serving.certificate_pem, current->ca_bundle);
+    if (plan.kind == RenewalPlan::Kind::Keep || waits_for_bundle) {
       served = std::move(*current);
       break;
     }
@@ -269,6 +289,7 @@ std::optional<std::string> WebhookCertificateManager::check() {
   std::optional<std::string> problem;
   for (const auto& crd : options_.crd_names)
     if (auto failed = ensure_ca_bundle(crd, served.ca_bundle)) problem = std::move(failed);
+  if (!problem) published_bundle_ = served.ca_bundle;
   return problem;
 }
 

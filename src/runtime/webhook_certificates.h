@@ -8,8 +8,9 @@
 // - The serving certificate is renewed when a third of its validity is left, or when it does not
 //   name what the webhook is reached by, or is not the CA's. The CA is renewed when a third of its
 //   validity is left; the new CA goes first in ca.crt and the CAs before it stay there until they
-//   expire, so an API server that still trusts the old bundle and a replica that still serves the old
-//   certificate both keep working through a rotation.
+//   expire, and the serving certificate of the old CA is served on until the CRDs carry the new
+//   bundle (then the next pass replaces it), so an API server that still trusts the old bundle and a
+//   replica that still serves the old certificate both keep working through a rotation.
 // - Each named CRD whose conversion strategy is Webhook gets ca.crt as its
 //   spec.conversion.webhook.clientConfig.caBundle (a merge patch, only when it differs: nothing is
 //   written in a steady state).
@@ -123,6 +124,7 @@ class WebhookCertificateManager final : public Runnable, public TlsContextProvid
   std::string problem_ = "no certificate served yet";
   std::vector<std::function<void()>> synced_callbacks_;
   std::vector<std::string> crds_not_webhook_;  // logged once each
+  std::string published_bundle_;               // the ca.crt every CRD was last seen to carry (check() only)
   std::jthread thread_;
 };
 

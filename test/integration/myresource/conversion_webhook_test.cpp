@@ -5,7 +5,9 @@
 // version that is not stored, and trusts it through the caBundle the operator keeps in the CRD.
 #include <catch2/catch.hpp>
 
+#include <set>
 #include <string>
+#include <vector>
 
 #include "base/base64.h"
 #include "myresource/operator_process.h"
@@ -129,4 +131,59 @@ TEST_CASE(
   CHECK(eventually([&] { return testenv::kubectl("get " + alpha_of_alpha + " -o name").ok(); }, 30s));
   CHECK(jsonpath(alpha_of_alpha, "{.metadata.annotations.myorg\\.io/targetVersion}") == "1.27.2");
   CHECK(jsonpath(alpha_of_beta, "{.metadata.annotations.myorg\\.io/targetVersion}") == "1.27.3");
+}
+
+// Rotation with validities short enough to see it: the serving certificate (12 s) is renewed every
+// 8 s or so and the CA (30 s) every 20 s, each at a third of its validity left; throughout, every
+// read that needs the conversion succeeds (the new CA reaches the caBundle before a certificate it
+// signed is served, and the old CA stays trusted until it expires).
+TEST_CASE("conversion webhook: the self-managed CA and certificate rotate while every conversion succeeds",
+          "[myresource][operator][conversion]") {
+  if (!testenv::owns_control_plane()) FAIL("needs a control plane of its own: it changes the MyResource CRD");
+  testenv::ScopedNamespace ns("rotation");
+  const unsigned short port = free_port();
+  OperatorOptions options;
+  options.user = "myop-rotation-" + ns.name();
+  options.namespaces = {ns.name()};
+  options.pod_namespace = ns.name();
+  options.extra_cluster_role_files = {"webhook_role.yaml"};
+  options.extra_role_files = {"webhook_secret_role.yaml"};
+  options.extra_args = {"--webhook-bind-address",  "127.0.0.1:" + std::to_string(port),
+                        "--webhook-cert-names",    "127.0.0.1",
+                        "--webhook-cert-validity", "12s",
+                        "--webhook-ca-validity",   "30s"};
+  OperatorProcess operator_process(options);
+  convert_through_webhook("https://127.0.0.1:" + std::to_string(port) + "/convert");
+  operator_process.start();
+  const auto applied = testenv::kubectl_apply(
+      "apiVersion: myorg.io/v1beta1\nkind: MyResource\nmetadata:\n  name: web\n"
+      "  namespace: " +
+      ns.name() + "\nspec:\n  image: nginx:1.27.1\n  replicas: 1\n");
+  INFO(applied.output);
+  REQUIRE(applied.ok());
+
+  const std::string secret = "secret my-operator-webhook-cert -n " + ns.name();
+  std::set<std::string> serving_certificates;
+  std::set<std::string> signing_cas;
+  int reads = 0;
+  std::vector<std::string> failures;
+  const auto until = std::chrono::steady_clock::now() + 70s;
+  while (std::chrono::steady_clock::now() < until) {
+    const auto read = testenv::kubectl("get myresources.v1alpha1.myorg.io web -n " + ns.name() + " -o name");
+    ++reads;
+    if (!read.ok()) failures.push_back(read.output);
+    serving_certificates.insert(jsonpath(secret, "{.data.tls\\.crt}"));
+    const auto bundle = base::decode_base64(jsonpath(secret, "{.data.ca\\.crt}"));
+    if (bundle) signing_cas.insert(bundle->substr(0, bundle->find("-----END CERTIFICATE-----")));
+  }
+  INFO(reads << " reads through the webhook; " << serving_certificates.size() << " serving certificates and "
+             << signing_cas.size() << " CAs seen\noperator log:\n"
+             << operator_process.log_tail(40));
+  for (const auto& failure : failures) UNSCOPED_INFO("failed read: " << failure);
+  CHECK(failures.empty());
+  CHECK(serving_certificates.size() >= 5);  // 70 s of renewals every 8 s or so
+  CHECK(signing_cas.size() >= 3);           // every 20 s or so
+  WARN("rotation: " << reads << " reads through the webhook, " << failures.size() << " failed; "
+                    << serving_certificates.size() << " serving certificates, " << signing_cas.size()
+                    << " CAs");
 }

@@ -130,3 +130,40 @@ TEST_CASE("the first certificate of a bundle", "[runtime][webhook_certificates]"
   CHECK(first_certificate("").empty());
   CHECK(first_certificate("no pem here").empty());
 }
+
+TEST_CASE("a new CA keeps the old CA's serving certificate until a later renewal replaces it",
+          "[runtime][webhook_certificates]") {
+  const auto now = std::chrono::system_clock::now();
+  const auto with = settings(300s, 300s);
+  // A CA near its end (30 s of 300 left) and a fresh serving certificate it signed.
+  auto old_ca = issue_certificate({{"old-ca"}, "", true, 30s});
+  REQUIRE(old_ca.ok());
+  auto serving = issue_certificate({with.names, "", false, 300s}, &*old_ca);
+  REQUIRE(serving.ok());
+  const WebhookCertificates current{old_ca->certificate_pem, old_ca->key_pem, *serving};
+  const auto plan = plan_renewal(&current, with, now);
+  REQUIRE(plan.kind == Kind::Authority);
+
+  auto renewed = renew_certificates(&current, plan, with, now);
+  REQUIRE(renewed.ok());
+  CHECK(certificate_count(renewed->ca_bundle) == 2);
+  // Still the old CA's certificate: the new CA is not yet in the CRDs' caBundle.
+  CHECK(renewed->serving.certificate_pem == serving->certificate_pem);
+  // Then the next plan replaces it with one of the new CA.
+  const auto next = plan_renewal(&*renewed, with, now);
+  CHECK(next.kind == Kind::Serving);
+  CHECK_THAT(next.reason, Catch::Contains("not the current CA's"));
+  auto switched = renew_certificates(&*renewed, next, with, now);
+  REQUIRE(switched.ok());
+  CHECK(issued_by(switched->serving.certificate_pem, first_certificate(renewed->ca_bundle)));
+  CHECK(plan_renewal(&*switched, with, now).kind == Kind::Keep);
+
+  // A serving certificate due anyway is not kept for the new CA.
+  auto short_serving = issue_certificate({with.names, "", false, 30s}, &*old_ca);
+  REQUIRE(short_serving.ok());
+  const WebhookCertificates due{old_ca->certificate_pem, old_ca->key_pem, *short_serving};
+  auto replaced = renew_certificates(&due, plan_renewal(&due, with, now), with, now);
+  REQUIRE(replaced.ok());
+  CHECK(replaced->serving.certificate_pem != short_serving->certificate_pem);
+  CHECK(issued_by(replaced->serving.certificate_pem, first_certificate(replaced->ca_bundle)));
+}
