@@ -704,6 +704,51 @@ RefusedWrites refused_writes(const std::vector<AuditEntry>& entries) {
 
 }  // namespace
 
+// A fault scenario's operator (16 workers) and a load user of its own, both put in one TinyPriorityLevel
+// with one queue of `queue_length`. Being another user, the audit log tells the load's requests from the
+// operator's. The level is named after the namespace: the API server keeps the Retry-After it grew for a
+// level's name (up to 32 s) after the level is deleted, so a second run under the same name would start
+// where the first ended, not at the server's first Retry-After (1 s).
+struct ThrottledOperator {
+  ThrottledOperator(const std::string& name, int queue_length)
+      : scenario(name, Proxy::without),
+        operator_process(with_workers(scenario.direct(scenario.user))),
+        load_user(scenario.user + "-load"),
+        tiny(scenario.ns.name(), {scenario.user, load_user.name()}, queue_length) {
+    operator_process.start();
+    REQUIRE(eventually([&] { return (seats = tiny.seats()) > 0; }, 30s));
+  }
+
+  // Waits until every one of `count` MyResources is Ready after the load stopped at `load_stopped`
+  // (REQUIREd within 180 s), CHECKs that it took at most `bound` seconds and that each has one current
+  // Deployment; returns the seconds it took.
+  double converged_after_load(int count, std::chrono::steady_clock::time_point load_stopped, double bound) {
+    const bool converged = scenario.all_ready(count, 180s);
+    const double converged_after = seconds_since(load_stopped);
+    INFO("Ready: " << scenario.last_ready << " of " << count << " " << converged_after
+                   << " s after the load stopped\noperator log:\n"
+                   << operator_process.log_tail(30));
+    REQUIRE(converged);
+    CHECK(converged_after <= bound);
+    const auto problems = one_current_deployment_each(*scenario.client, scenario.ns.name());
+    INFO("problems:\n" << describe(problems));
+    CHECK(problems.empty());
+    return converged_after;
+  }
+
+  FaultScenario scenario;
+  OperatorProcess operator_process;
+  LoadUser load_user;
+  TinyPriorityLevel tiny;
+  int seats = 0;
+
+ private:
+  static OperatorOptions with_workers(OperatorOptions options) {
+    options.extra_args = {"--max-concurrent-reconciles", "16"};
+    return options;
+  }
+};
+
 // The API server's Priority and Fairness gives the operator's user 3 seats and a queue of 20, shared with
 // a load generator that keeps both full, and refuses the rest with 429 + Retry-After (1 s, doubled by
 // the server up to 32 s while it keeps refusing). The load stops after 20 s; the operator must be behind
@@ -721,22 +766,12 @@ TEST_CASE(
   constexpr int kQueueLength = 20;
   constexpr auto kLoad = 20s;
   constexpr double kConvergedBound = 90;  // seconds after the load stopped
-  FaultScenario scenario("apf", Proxy::without);
-  const auto& ns = scenario.ns;
-  const std::string& user = scenario.user;
-  auto& client = scenario.client;
-  auto options = scenario.direct(user);
-  options.extra_args = {"--max-concurrent-reconciles", "16"};
-  OperatorProcess operator_process(options);
-  operator_process.start();
-  // The load runs as a user of its own in the same priority level, so the audit log tells the
-  // operator's requests apart.
-  LoadUser load_user(user + "-load");
-  // Named after the namespace: the API server keeps the Retry-After it grew for a level's name (up to 32 s)
-  // after the level is deleted, so a second run under the same name would start where the first ended.
-  TinyPriorityLevel tiny(ns.name(), {user, load_user.name()}, kQueueLength);
-  int seats = 0;
-  REQUIRE(eventually([&] { return (seats = tiny.seats()) > 0; }, 30s));
+  ThrottledOperator throttled("apf", kQueueLength);
+  const auto& ns = throttled.scenario.ns;
+  const std::string& user = throttled.scenario.user;
+  auto& client = throttled.scenario.client;
+  auto& operator_process = throttled.operator_process;
+  const int seats = throttled.seats;
   const std::size_t mark = audit_mark();
 
   // The load: a thread for every seat and every place in the queue, each listing MyResources without
@@ -744,7 +779,7 @@ TEST_CASE(
   // is taken again within about a millisecond, so the operator's requests nearly always find the
   // queue full.
   const int load_threads = seats + kQueueLength + 4;
-  ListLoad load(load_user.config(), ns.name(), load_threads);
+  ListLoad load(throttled.load_user.config(), ns.name(), load_threads);
   apply_myresources(ns.name(), "app", kCount, "nginx:1.27.1");
   std::this_thread::sleep_for(kLoad);
   // The moment the load falls: how far the operator got, and how often it was refused.
@@ -762,33 +797,24 @@ TEST_CASE(
         "the operator converges once the load falls");
   CHECK(refused_under_load > 0);
 
-  const bool converged = scenario.all_ready(kCount, 180s);
-  const double converged_after = seconds_since(load_stopped);
-  INFO("Ready: " << scenario.last_ready << " of " << kCount << " " << converged_after
-                 << " s after the load stopped\noperator log:\n"
-                 << operator_process.log_tail(30));
-  REQUIRE(converged);
-  CHECK(converged_after <= kConvergedBound);
-  const auto problems = one_current_deployment_each(*client, ns.name());
-  INFO("problems:\n" << describe(problems));
-  CHECK(problems.empty());
+  const double converged_after = throttled.converged_after_load(kCount, load_stopped, kConvergedBound);
 
   // The operator's writes refused with 429, and how soon each was sent again.
   const auto refused = refused_writes(audit_entries(user, mark));
-  const double throttled =
+  const double refused_in_all =
       metric_sum(operator_process.metrics(), "rest_client_requests_total", "code=\"429\"");
   INFO(refused.count << " writes refused with 429; the shortest wait before one was sent again: "
                      << refused.shortest_retry << " s (" << refused.shortest_retry_of << ")");
   REQUIRE(refused.count > 0);  // the fault happened
-  CHECK(throttled >= refused.count);
+  CHECK(refused_in_all >= refused.count);
   CHECK(refused.shortest_retry >= 0.9);  // Retry-After: 1 (less the audit log's timestamp rounding)
   WARN("Priority and Fairness: " << seats << " seats, " << load_threads << " load threads; " << refused.count
                                  << " writes refused with 429 (" << refused_under_load
-                                 << " requests under load, " << throttled << " in all), shortest retry "
+                                 << " requests under load, " << refused_in_all << " in all), shortest retry "
                                  << refused.shortest_retry << " s later; " << ready_under_load << " of "
                                  << kCount << " Ready when the load stopped, all " << converged_after
                                  << " s after (bound " << kConvergedBound << " s); test took "
-                                 << seconds_since(scenario.started) << " s");
+                                 << seconds_since(throttled.scenario.started) << " s");
 }
 
 // The Retry-After of Priority and Fairness grows while a level keeps refusing (k8s.io/apiserver's
@@ -807,26 +833,17 @@ TEST_CASE(
   constexpr int kQueueLength = 20;
   constexpr std::int64_t kGrownRetryAfter = 32;  // the tracker's largest
   constexpr double kConvergedBound = 90;         // seconds after the load stopped
-  FaultScenario scenario("apf32", Proxy::without);
-  const auto& ns = scenario.ns;
-  const std::string& user = scenario.user;
-  auto& client = scenario.client;
-  auto options = scenario.direct(user);
-  options.extra_args = {"--max-concurrent-reconciles", "16"};
-  OperatorProcess operator_process(options);
-  operator_process.start();
-  LoadUser load_user(user + "-load");
-  // Named after the namespace, so the level starts at the server's first Retry-After (1 s).
-  TinyPriorityLevel tiny(ns.name(), {user, load_user.name()}, kQueueLength);
-  int seats = 0;
-  REQUIRE(eventually([&] { return (seats = tiny.seats()) > 0; }, 30s));
+  ThrottledOperator throttled("apf32", kQueueLength);
+  const auto& ns = throttled.scenario.ns;
+  const std::string& user = throttled.scenario.user;
+  auto& operator_process = throttled.operator_process;
 
-  ListLoad load(load_user.config(), ns.name(), seats + kQueueLength + 4);
+  ListLoad load(throttled.load_user.config(), ns.name(), throttled.seats + kQueueLength + 4);
   // 1 + 2 + 4 + 8 + 16 s of refusals at the least.
   const bool grown = eventually([&] { return load.longest_retry_after() >= kGrownRetryAfter; }, 120s);
   INFO("the load's longest Retry-After: " << load.longest_retry_after() << " s");
   REQUIRE(grown);
-  const double grown_after = seconds_since(scenario.started);
+  const double grown_after = seconds_since(throttled.scenario.started);
 
   const std::size_t mark = audit_mark();
   const auto refused_now = [&] {  // the operator's PATCH, POST and PUT requests refused
@@ -844,17 +861,7 @@ TEST_CASE(
   const double refused_under_load = refused_now();
   load.stop();
   const auto load_stopped = std::chrono::steady_clock::now();
-
-  const bool converged = scenario.all_ready(kCount, 180s);
-  const double converged_after = seconds_since(load_stopped);
-  INFO("Ready: " << scenario.last_ready << " of " << kCount << " " << converged_after
-                 << " s after the load stopped\noperator log:\n"
-                 << operator_process.log_tail(30));
-  REQUIRE(converged);
-  CHECK(converged_after <= kConvergedBound);
-  const auto problems = one_current_deployment_each(*client, ns.name());
-  INFO("problems:\n" << describe(problems));
-  CHECK(problems.empty());
+  const double converged_after = throttled.converged_after_load(kCount, load_stopped, kConvergedBound);
 
   const auto refused = refused_writes(audit_entries(user, mark));
   INFO(refused.count << " writes refused with 429; the shortest wait before one was sent again: "
@@ -866,7 +873,7 @@ TEST_CASE(
        << " writes refused (" << refused_under_load << " under load), shortest retry "
        << refused.shortest_retry << " s later; all " << kCount << " Ready " << converged_after
        << " s after the load stopped (bound " << kConvergedBound << " s); test took "
-       << seconds_since(scenario.started) << " s");
+       << seconds_since(throttled.scenario.started) << " s");
 }
 
 // Two replicas with --leader-elect; the leader reaches the API server through a proxy that turns into a
