@@ -45,7 +45,7 @@ TEST_CASE("the server answers registered paths and refuses the rest", "[runtime]
   server.stop();
 }
 
-TEST_CASE("a POST path gets the body and content type, and only POST; a body past the limit is 413",
+TEST_CASE("a POST path gets the body and content type and only POST, and a body past the limit is 413",
           "[runtime][http_server]") {
   using boost::beast::http::verb;
   HttpServer server("test");

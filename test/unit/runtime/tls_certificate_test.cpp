@@ -162,7 +162,7 @@ TEST_CASE("a serving certificate cannot issue others, and bad issuers and specs 
   CHECK_FALSE(issue_certificate({{"x"}, "", false, 0s}).ok());
 }
 
-TEST_CASE("a PEM bundle is described certificate by certificate; garbage and an empty one are refused",
+TEST_CASE("a PEM bundle is described certificate by certificate, and garbage and an empty one are refused",
           "[runtime][tls]") {
   using namespace std::chrono_literals;
   const auto first = issue({{"first-ca"}, "", true, 2h});
