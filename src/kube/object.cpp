@@ -141,6 +141,10 @@ JsonValue* find_member(JsonValue& object, std::string_view key) {
   return found == object.MemberEnd() ? nullptr : &found->value;
 }
 
+JsonValue json_string(std::string_view text, JsonAllocator& allocator) {
+  return JsonValue(text.data(), static_cast<rapidjson::SizeType>(text.size()), allocator);
+}
+
 std::string to_json_string(const JsonValue& value) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);

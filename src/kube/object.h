@@ -94,6 +94,9 @@ JsonValue* find_member(JsonValue& object, std::string_view key);
 // `object` is not an object).
 bool erase_member(JsonValue& object, std::string_view key);
 
+// A JSON string holding a copy of `text` in `allocator`.
+JsonValue json_string(std::string_view text, JsonAllocator& allocator);
+
 // Compact JSON text (no whitespace, member order as stored).
 std::string to_json_string(const JsonValue& value);
 

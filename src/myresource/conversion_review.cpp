@@ -26,10 +26,6 @@ std::string_view string_member(const kube::JsonValue& object, std::string_view k
              : std::string_view();
 }
 
-kube::JsonValue string_value(std::string_view text, kube::JsonAllocator& allocator) {
-  return kube::JsonValue(text.data(), static_cast<rapidjson::SizeType>(text.size()), allocator);
-}
-
 // Where an object is, for a failure message: "web in team-a (object 3)".
 std::string describe(const kube::JsonValue& object, rapidjson::SizeType index) {
   std::string where = "object " + std::to_string(index);
@@ -84,19 +80,19 @@ ConversionReviewAnswer answer_conversion_review(std::string_view body) {
   }
 
   kube::JsonValue response(rapidjson::kObjectType);
-  response.AddMember("uid", string_value(uid, allocator), allocator);
+  response.AddMember("uid", kube::json_string(uid, allocator), allocator);
   kube::JsonValue result(rapidjson::kObjectType);
   if (answer.failure.empty()) {
     result.AddMember("status", "Success", allocator);
     response.AddMember("convertedObjects", converted, allocator);
   } else {
     result.AddMember("status", "Failure", allocator);
-    result.AddMember("message", string_value(answer.failure, allocator), allocator);
+    result.AddMember("message", kube::json_string(answer.failure, allocator), allocator);
     response.AddMember("convertedObjects", kube::JsonValue(rapidjson::kArrayType), allocator);
   }
   response.AddMember("result", result, allocator);
   auto& root = out.json();
-  root.AddMember("apiVersion", string_value(kReviewApiVersion, allocator), allocator);
+  root.AddMember("apiVersion", kube::json_string(kReviewApiVersion, allocator), allocator);
   root.AddMember("kind", "ConversionReview", allocator);
   root.AddMember("response", response, allocator);
   answer.body = kube::to_json_string(root);

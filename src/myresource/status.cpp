@@ -1,5 +1,7 @@
 #include "myresource/status.h"
 
+#include "kube/object.h"
+
 namespace myop::myresource {
 namespace {
 
@@ -20,10 +22,6 @@ Condition make_condition(std::string_view type, ConditionStatus status, std::str
 std::string counts(const DeploymentState& stable, std::int32_t desired) {
   return std::to_string(stable.updated_replicas) + "/" + std::to_string(desired) + " updated, " +
          std::to_string(stable.available_replicas) + "/" + std::to_string(desired) + " available";
-}
-
-JsonValue text(std::string_view value, JsonAllocator& allocator) {
-  return JsonValue(value.data(), static_cast<rapidjson::SizeType>(value.size()), allocator);
 }
 
 }  // namespace
@@ -150,7 +148,8 @@ bool status_changed(const Status& current, const Status& desired) {
 void write_status_json(const Status& status, kube::JsonValue& out, kube::JsonAllocator& allocator) {
   out.SetObject();
   auto add_text = [&](JsonValue& parent, std::string_view key, std::string_view value) {
-    if (!value.empty()) parent.AddMember(text(key, allocator), text(value, allocator), allocator);
+    if (!value.empty())
+      parent.AddMember(kube::json_string(key, allocator), kube::json_string(value, allocator), allocator);
   };
   out.AddMember("observedGeneration", JsonValue(static_cast<int64_t>(status.observed_generation)), allocator);
   add_text(out, "specHash", status.spec_hash);
@@ -170,7 +169,7 @@ void write_status_json(const Status& status, kube::JsonValue& out, kube::JsonAll
     add_text(item, "lastTransitionTime", condition.last_transition_time);
     add_text(item, "reason", condition.reason);
     // message is required by the schema even when empty.
-    item.AddMember("message", text(condition.message, allocator), allocator);
+    item.AddMember("message", kube::json_string(condition.message, allocator), allocator);
     conditions.PushBack(item, allocator);
   }
   out.AddMember("conditions", conditions, allocator);
@@ -180,11 +179,11 @@ kube::Object status_apply_body(const MyResource& resource, const Status& status)
   kube::Object body(4096);
   JsonAllocator& allocator = body.allocator();
   JsonValue& root = body.json();
-  root.AddMember("apiVersion", text(kApiVersion, allocator), allocator);
-  root.AddMember("kind", text(kKind, allocator), allocator);
+  root.AddMember("apiVersion", kube::json_string(kApiVersion, allocator), allocator);
+  root.AddMember("kind", kube::json_string(kKind, allocator), allocator);
   JsonValue metadata(rapidjson::kObjectType);
-  metadata.AddMember("name", text(resource.metadata.name, allocator), allocator);
-  metadata.AddMember("namespace", text(resource.metadata.namespace_name, allocator), allocator);
+  metadata.AddMember("name", kube::json_string(resource.metadata.name, allocator), allocator);
+  metadata.AddMember("namespace", kube::json_string(resource.metadata.namespace_name, allocator), allocator);
   root.AddMember("metadata", metadata, allocator);
   JsonValue status_value;
   write_status_json(status, status_value, allocator);

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 
+#include "kube/object.h"
 #include "runtime/controller.h"
 
 namespace myop::runtime {
@@ -49,9 +50,7 @@ LeaseRecord parse_lease(const kube::JsonValue& lease) {
 rapidjson::Document lease_document(std::string_view namespace_name, const LeaseRecord& record) {
   rapidjson::Document lease(rapidjson::kObjectType);
   auto& allocator = lease.GetAllocator();
-  auto text = [&](std::string_view value) {
-    return rapidjson::Value(value.data(), static_cast<rapidjson::SizeType>(value.size()), allocator);
-  };
+  auto text = [&](std::string_view value) { return kube::json_string(value, allocator); };
   lease.AddMember("apiVersion", "coordination.k8s.io/v1", allocator);
   lease.AddMember("kind", "Lease", allocator);
   rapidjson::Value metadata(rapidjson::kObjectType);

@@ -7,16 +7,14 @@
 #include <array>
 #include <utility>
 
+#include "kube/object.h"
+
 namespace myop::runtime {
 namespace {
 
 const kube::ResourceType kTokenReviews{"authentication.k8s.io", "v1", "tokenreviews", false, "TokenReview"};
 const kube::ResourceType kSubjectAccessReviews{"authorization.k8s.io", "v1", "subjectaccessreviews", false,
                                                "SubjectAccessReview"};
-
-rapidjson::Value text(std::string_view value, rapidjson::Document::AllocatorType& allocator) {
-  return rapidjson::Value(value.data(), static_cast<rapidjson::SizeType>(value.size()), allocator);
-}
 
 std::string string_member(const rapidjson::Value& object, const char* name) {
   if (!object.IsObject()) return {};
@@ -105,10 +103,11 @@ kube::Result<std::optional<AuthenticatedUser>> KubeAccessReviewer::review_token(
   review.AddMember("apiVersion", "authentication.k8s.io/v1", allocator);
   review.AddMember("kind", "TokenReview", allocator);
   rapidjson::Value spec(rapidjson::kObjectType);
-  spec.AddMember("token", text(token, allocator), allocator);
+  spec.AddMember("token", kube::json_string(token, allocator), allocator);
   if (!audiences_.empty()) {
     rapidjson::Value audiences(rapidjson::kArrayType);
-    for (const auto& audience : audiences_) audiences.PushBack(text(audience, allocator), allocator);
+    for (const auto& audience : audiences_)
+      audiences.PushBack(kube::json_string(audience, allocator), allocator);
     spec.AddMember("audiences", std::move(audiences), allocator);
   }
   review.AddMember("spec", std::move(spec), allocator);
@@ -139,23 +138,23 @@ kube::Result<bool> KubeAccessReviewer::review_access(const AuthenticatedUser& us
   review.AddMember("apiVersion", "authorization.k8s.io/v1", allocator);
   review.AddMember("kind", "SubjectAccessReview", allocator);
   rapidjson::Value spec(rapidjson::kObjectType);
-  spec.AddMember("user", text(user.name, allocator), allocator);
-  if (!user.uid.empty()) spec.AddMember("uid", text(user.uid, allocator), allocator);
+  spec.AddMember("user", kube::json_string(user.name, allocator), allocator);
+  if (!user.uid.empty()) spec.AddMember("uid", kube::json_string(user.uid, allocator), allocator);
   rapidjson::Value groups(rapidjson::kArrayType);
-  for (const auto& group : user.groups) groups.PushBack(text(group, allocator), allocator);
+  for (const auto& group : user.groups) groups.PushBack(kube::json_string(group, allocator), allocator);
   spec.AddMember("groups", std::move(groups), allocator);
   if (!user.extra.empty()) {
     rapidjson::Value extra(rapidjson::kObjectType);
     for (const auto& [key, values] : user.extra) {
       rapidjson::Value list(rapidjson::kArrayType);
-      for (const auto& value : values) list.PushBack(text(value, allocator), allocator);
-      extra.AddMember(text(key, allocator), std::move(list), allocator);
+      for (const auto& value : values) list.PushBack(kube::json_string(value, allocator), allocator);
+      extra.AddMember(kube::json_string(key, allocator), std::move(list), allocator);
     }
     spec.AddMember("extra", std::move(extra), allocator);
   }
   rapidjson::Value attributes(rapidjson::kObjectType);
-  attributes.AddMember("path", text(path, allocator), allocator);
-  attributes.AddMember("verb", text(verb, allocator), allocator);
+  attributes.AddMember("path", kube::json_string(path, allocator), allocator);
+  attributes.AddMember("verb", kube::json_string(verb, allocator), allocator);
   spec.AddMember("nonResourceAttributes", std::move(attributes), allocator);
   review.AddMember("spec", std::move(spec), allocator);
 

@@ -17,15 +17,6 @@ using SystemTime = std::chrono::system_clock::time_point;
 
 constexpr std::string_view kPemEnd = "-----END CERTIFICATE-----";
 
-std::string timestamp(SystemTime time) {
-  const std::time_t seconds = std::chrono::system_clock::to_time_t(time);
-  std::tm utc{};
-  gmtime_r(&seconds, &utc);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
 // The PEM blocks of a bundle, each with its trailing newline.
 std::vector<std::string> certificate_blocks(const std::string& bundle) {
   std::vector<std::string> blocks;
@@ -39,10 +30,6 @@ std::vector<std::string> certificate_blocks(const std::string& bundle) {
     blocks.push_back(bundle.substr(begin, from - begin) + "\n");
   }
   return blocks;
-}
-
-kube::JsonValue string_value(std::string_view text, kube::JsonAllocator& allocator) {
-  return kube::JsonValue(text.data(), static_cast<rapidjson::SizeType>(text.size()), allocator);
 }
 
 std::optional<std::string> data_field(const rapidjson::Value& secret, const char* key) {
@@ -70,7 +57,7 @@ RenewalPlan plan_renewal(const WebhookCertificates* current, const WebhookCertif
   if (!ca_description->certificate_authority)
     return {Kind::Authority, "the first certificate of ca.crt is not a CA"};
   if (ca_description->valid_until - now < settings.ca_validity / 3)
-    return {Kind::Authority, "the CA expires at " + timestamp(ca_description->valid_until) +
+    return {Kind::Authority, "the CA expires at " + base::format_rfc3339(ca_description->valid_until) +
                                  ", within a third of its validity"};
   auto serving = inspect_certificate_pair(current->serving);
   if (!serving) return {Kind::Serving, "the serving certificate is not usable: " + serving.error().message};
@@ -80,7 +67,8 @@ RenewalPlan plan_renewal(const WebhookCertificates* current, const WebhookCertif
     if (std::find(serving->names.begin(), serving->names.end(), name) == serving->names.end())
       return {Kind::Serving, "the serving certificate does not name " + name};
   if (serving->valid_until - now < settings.serving_validity / 3)
-    return {Kind::Serving, "the serving certificate expires at " + timestamp(serving->valid_until) +
+    return {Kind::Serving, "the serving certificate expires at " +
+                               base::format_rfc3339(serving->valid_until) +
                                ", within a third of its validity"};
   return {};
 }
@@ -230,12 +218,13 @@ kube::Object secret_with(const rapidjson::Value* secret, const std::string& name
   kube::erase_member(root, "stringData");
   root.AddMember("type", "kubernetes.io/tls", allocator);
   kube::JsonValue data(rapidjson::kObjectType);
-  data.AddMember("ca.crt", string_value(base::encode_base64(certificates.ca_bundle), allocator), allocator);
-  data.AddMember("ca.key", string_value(base::encode_base64(certificates.ca_key), allocator), allocator);
-  data.AddMember("tls.crt",
-                 string_value(base::encode_base64(certificates.serving.certificate_pem), allocator),
+  data.AddMember("ca.crt", kube::json_string(base::encode_base64(certificates.ca_bundle), allocator),
                  allocator);
-  data.AddMember("tls.key", string_value(base::encode_base64(certificates.serving.key_pem), allocator),
+  data.AddMember("ca.key", kube::json_string(base::encode_base64(certificates.ca_key), allocator), allocator);
+  data.AddMember("tls.crt",
+                 kube::json_string(base::encode_base64(certificates.serving.certificate_pem), allocator),
+                 allocator);
+  data.AddMember("tls.key", kube::json_string(base::encode_base64(certificates.serving.key_pem), allocator),
                  allocator);
   root.AddMember("data", data, allocator);
   return object;
