@@ -37,6 +37,22 @@ std::string jsonpath(const std::string& what, const std::string& path) {
   return result.ok() ? result.output : "(error) " + result.output;
 }
 
+// An operator of its own user in `ns` that serves the webhook on `port` of loopback with its
+// self-managed certificates (and the RBAC they need), with `more_args` after.
+OperatorOptions webhook_operator(const std::string& user, const std::string& ns, unsigned short port,
+                                 const std::vector<std::string>& more_args = {}) {
+  OperatorOptions options;
+  options.user = user;
+  options.namespaces = {ns};
+  options.pod_namespace = ns;
+  options.extra_cluster_role_files = {"webhook_role.yaml"};
+  options.extra_role_files = {"webhook_secret_role.yaml"};
+  options.extra_args = {"--webhook-bind-address", "127.0.0.1:" + std::to_string(port), "--webhook-cert-names",
+                        "127.0.0.1"};
+  options.extra_args.insert(options.extra_args.end(), more_args.begin(), more_args.end());
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE(
@@ -47,15 +63,8 @@ TEST_CASE(
   if (!testenv::owns_control_plane()) FAIL("needs a control plane of its own: it changes the MyResource CRD");
   testenv::ScopedNamespace ns("conversion");
   const unsigned short port = free_port();
-  OperatorOptions options;
-  options.user = "myop-conversion-" + ns.name();
-  options.namespaces = {ns.name()};
-  options.pod_namespace = ns.name();
-  options.extra_cluster_role_files = {"webhook_role.yaml"};
-  options.extra_role_files = {"webhook_secret_role.yaml"};
-  options.extra_args = {"--webhook-bind-address", "127.0.0.1:" + std::to_string(port), "--webhook-cert-names",
-                        "127.0.0.1"};
-  OperatorProcess operator_process(options);  // installs the shipped CRD
+  OperatorProcess operator_process(
+      webhook_operator("myop-conversion-" + ns.name(), ns.name(), port));  // installs the shipped CRD
   convert_through_webhook("https://127.0.0.1:" + std::to_string(port) + "/convert");
   operator_process.start();
 
@@ -142,17 +151,9 @@ TEST_CASE("conversion webhook: the self-managed CA and certificate rotate while 
   if (!testenv::owns_control_plane()) FAIL("needs a control plane of its own: it changes the MyResource CRD");
   testenv::ScopedNamespace ns("rotation");
   const unsigned short port = free_port();
-  OperatorOptions options;
-  options.user = "myop-rotation-" + ns.name();
-  options.namespaces = {ns.name()};
-  options.pod_namespace = ns.name();
-  options.extra_cluster_role_files = {"webhook_role.yaml"};
-  options.extra_role_files = {"webhook_secret_role.yaml"};
-  options.extra_args = {"--webhook-bind-address",  "127.0.0.1:" + std::to_string(port),
-                        "--webhook-cert-names",    "127.0.0.1",
-                        "--webhook-cert-validity", "12s",
-                        "--webhook-ca-validity",   "30s"};
-  OperatorProcess operator_process(options);
+  OperatorProcess operator_process(
+      webhook_operator("myop-rotation-" + ns.name(), ns.name(), port,
+                       {"--webhook-cert-validity", "12s", "--webhook-ca-validity", "30s"}));
   convert_through_webhook("https://127.0.0.1:" + std::to_string(port) + "/convert");
   operator_process.start();
   const auto applied = testenv::kubectl_apply(
