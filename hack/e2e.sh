@@ -31,12 +31,15 @@ release=my-operator
   --set crds.install=false --set replicaCount=0 --set podDisruptionBudget.enabled=false >/dev/null
 
 # The chart's own arguments for the operator container, less what start_operator sets itself
-# (bind addresses on loopback ports, text logs, leader election in the release namespace).
+# (bind addresses on loopback ports, text logs, leader election in the release namespace); the
+# conversion webhook on a loopback port of the kernel's choice.
 mapfile -t chart_args < <("${kubectl[@]}" get deployment "$release" -n "$namespace" \
   -o jsonpath='{.spec.template.spec.containers[0].args}' | python3 -c '
 import json, sys
 for arg in json.load(sys.stdin):
-    if not arg.startswith(("--metrics-bind-address", "--health-probe-bind-address", "--log-format")) \
+    if arg.startswith("--webhook-bind-address"):
+        print("--webhook-bind-address=127.0.0.1:0")  # the chart serves the webhook: here on loopback
+    elif not arg.startswith(("--metrics-bind-address", "--health-probe-bind-address", "--log-format")) \
             and arg != "--leader-elect":
         print(arg)')
 echo "e2e: the chart's arguments: ${chart_args[*]}"

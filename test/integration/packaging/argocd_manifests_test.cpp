@@ -56,6 +56,25 @@ TEST_CASE("packaging: the operator Application syncs before the MyResource Appli
   CHECK(operator_app["spec"]["source"]["path"].as<std::string>() == "charts/my-operator");
 }
 
+TEST_CASE("packaging: Argo CD leaves the CRD's conversion caBundle to the operator", "[packaging][argocd]") {
+  const YAML::Node application =
+      YAML::LoadFile(testenv::source_dir() + "/config/argocd/apps/my-operator.yaml");
+  bool ignored = false;
+  for (const auto& entry : application["spec"]["ignoreDifferences"]) {
+    if (entry["kind"].as<std::string>("") != "CustomResourceDefinition" ||
+        entry["name"].as<std::string>("") != "myresources.myorg.io")
+      continue;
+    for (const auto& pointer : entry["jsonPointers"])
+      ignored |= pointer.as<std::string>() == "/spec/conversion/webhook/clientConfig/caBundle";
+  }
+  CHECK(ignored);
+  // Without it a sync would still write Git's (absent) caBundle over the operator's.
+  std::set<std::string> options;
+  for (const auto& option : application["spec"]["syncPolicy"]["syncOptions"])
+    options.insert(option.as<std::string>());
+  CHECK(options.count("RespectIgnoreDifferences=true") == 1);
+}
+
 namespace {
 
 const std::string kApps = "/config/argocd/apps/";

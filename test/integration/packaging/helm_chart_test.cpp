@@ -198,8 +198,14 @@ TEST_CASE(
       CHECK(granted(role) == expected_manager_grants());
     }
     CHECK(found_manager);
-    for (const auto& role : objects_of_kind(objects, "Role"))
-      CHECK(granted(role) == expected_own_namespace_grants());
+    for (const auto& role : objects_of_kind(objects, "Role")) {
+      const std::string name = role["metadata"]["name"].as<std::string>();
+      INFO(name);
+      if (name == "my-operator-webhook-secret")
+        CHECK(all_grants(role) == expected_webhook_secret_grants("my-operator-webhook-cert"));
+      else
+        CHECK((name == "my-operator-leader-election" && granted(role) == expected_own_namespace_grants()));
+    }
     // Every ClusterRole is one we know, granting exactly what its user needs.
     for (const auto& role : objects_of_kind(objects, "ClusterRole")) {
       const std::string name = role["metadata"]["name"].as<std::string>();
@@ -207,6 +213,8 @@ TEST_CASE(
       if (name == "my-operator-metrics-auth-role") {
         CHECK(granted(role) == expected_metrics_auth_grants());
         CHECK(granted_non_resource(role).empty());
+      } else if (name == "my-operator-webhook") {
+        CHECK(all_grants(role) == expected_webhook_crd_grants());
       } else if (name == "my-operator-metrics-reader") {
         CHECK(granted(role).empty());
         CHECK(granted_non_resource(role) == std::set<std::string>{"/metrics:get"});
@@ -343,6 +351,129 @@ TEST_CASE(
     const auto monitor = find(objects, "ServiceMonitor", "my-operator");
     REQUIRE(monitor);
     CHECK_FALSE((*monitor)["spec"]["endpoints"][0]["scheme"]);
+  }
+}
+
+TEST_CASE(
+    "packaging: webhook values render the conversion webhook's Service, flags, port and RBAC, cert-manager "
+    "in "
+    "place of the operator's own CA, and none of it when off",
+    "[packaging][helm][conversion]") {
+  auto find = [](const std::vector<YAML::Node>& objects, const std::string& kind,
+                 const std::string& name) -> std::optional<YAML::Node> {
+    for (const auto& object : objects)
+      if (object["kind"].as<std::string>("") == kind &&
+          object["metadata"]["name"].as<std::string>("") == name)
+        return object;
+    return std::nullopt;
+  };
+  auto container_of = [&find](const std::vector<YAML::Node>& objects) {
+    const auto deployment = find(objects, "Deployment", "my-operator");
+    REQUIRE(deployment);
+    return (*deployment)["spec"]["template"]["spec"]["containers"][0];
+  };
+  auto args_of = [&container_of](const std::vector<YAML::Node>& objects) {
+    std::set<std::string> args;
+    for (const auto& arg : container_of(objects)["args"]) args.insert(arg.as<std::string>());
+    return args;
+  };
+  auto has_port = [&container_of](const std::vector<YAML::Node>& objects, const std::string& name, int port) {
+    for (const auto& entry : container_of(objects)["ports"])
+      if (entry["name"].as<std::string>("") == name) return entry["containerPort"].as<int>() == port;
+    return false;
+  };
+  auto policy_ports = [&find](const std::vector<YAML::Node>& objects) {
+    std::set<int> ports;
+    const auto policy = find(objects, "NetworkPolicy", "my-operator");
+    REQUIRE(policy);
+    for (const auto& rule : (*policy)["spec"]["ingress"])
+      for (const auto& port : rule["ports"]) ports.insert(port["port"].as<int>());
+    return ports;
+  };
+
+  SECTION("by default: the operator's own CA, its Secret and the CRD's caBundle") {
+    const auto objects = yaml_documents(helm_template("-n my-operator-system"));
+    const auto service = find(objects, "Service", "my-operator-webhook");
+    REQUIRE(service);
+    CHECK((*service)["spec"]["publishNotReadyAddresses"].as<bool>(false));
+    CHECK((*service)["spec"]["ports"][0]["port"].as<int>() == 443);
+    CHECK((*service)["spec"]["ports"][0]["targetPort"].as<std::string>() == "webhook");
+    CHECK(same_yaml((*service)["spec"]["selector"],
+                    (*find(objects, "Deployment", "my-operator"))["spec"]["selector"]["matchLabels"]));
+    const auto args = args_of(objects);
+    for (const char* flag : {"--webhook-bind-address=:9443", "--webhook-service=my-operator-webhook",
+                             "--webhook-secret=my-operator-webhook-cert", "--webhook-cert-validity=8760h",
+                             "--webhook-ca-validity=87600h"}) {
+      INFO(flag);
+      CHECK(args.count(flag) == 1);
+    }
+    CHECK(has_port(objects, "webhook", 9443));
+    CHECK(policy_ports(objects).count(9443) == 1);
+    const auto crd_role = find(objects, "ClusterRole", "my-operator-webhook");
+    REQUIRE(crd_role);
+    CHECK(all_grants(*crd_role) == expected_webhook_crd_grants());
+    CHECK(find(objects, "ClusterRoleBinding", "my-operator-webhook"));
+    const auto secret_role = find(objects, "Role", "my-operator-webhook-secret");
+    REQUIRE(secret_role);
+    CHECK(all_grants(*secret_role) == expected_webhook_secret_grants("my-operator-webhook-cert"));
+    CHECK(find(objects, "RoleBinding", "my-operator-webhook-secret"));
+    CHECK(objects_of_kind(objects, "Certificate").empty());
+  }
+  SECTION("webhook.certManager: a Certificate mounted as the webhook's files, its CA injected into the CRD") {
+    const auto objects = yaml_documents(helm_template(
+        "-n my-operator-system --set webhook.certManager.enabled=true --set webhook.port=10250"));
+    const auto certificate = find(objects, "Certificate", "my-operator-webhook");
+    REQUIRE(certificate);
+    CHECK((*certificate)["spec"]["secretName"].as<std::string>() == "my-operator-webhook-tls");
+    std::set<std::string> names;
+    for (const auto& name : (*certificate)["spec"]["dnsNames"]) names.insert(name.as<std::string>());
+    CHECK(names == std::set<std::string>{"my-operator-webhook.my-operator-system.svc",
+                                         "my-operator-webhook.my-operator-system.svc.cluster.local"});
+    CHECK((*certificate)["spec"]["issuerRef"]["name"].as<std::string>() == "my-operator-webhook");
+    CHECK(find(objects, "Issuer", "my-operator-webhook"));
+    const auto crds = objects_of_kind(objects, "CustomResourceDefinition");
+    REQUIRE(crds.size() == 1);
+    CHECK(crds[0]["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].as<std::string>("") ==
+          "my-operator-system/my-operator-webhook");
+    const auto args = args_of(objects);
+    CHECK(args.count("--webhook-bind-address=:10250") == 1);
+    CHECK(args.count("--webhook-cert-dir=/etc/my-operator/webhook-certs") == 1);
+    CHECK(args.count("--webhook-secret=my-operator-webhook-cert") == 0);
+    CHECK(has_port(objects, "webhook", 10250));
+    CHECK(policy_ports(objects).count(10250) == 1);
+    bool mounted = false;
+    for (const auto& mount : container_of(objects)["volumeMounts"])
+      mounted |= mount["name"].as<std::string>() == "webhook-certs" &&
+                 mount["mountPath"].as<std::string>() == "/etc/my-operator/webhook-certs";
+    CHECK(mounted);
+    // cert-manager fills the caBundle: the operator needs neither the CRD nor a Secret of its own.
+    CHECK_FALSE(find(objects, "ClusterRole", "my-operator-webhook"));
+    CHECK_FALSE(find(objects, "Role", "my-operator-webhook-secret"));
+
+    const auto own_issuer =
+        yaml_documents(helm_template("-n my-operator-system --set webhook.certManager.enabled=true --set "
+                                     "webhook.certManager.issuerRef.kind=ClusterIssuer --set "
+                                     "webhook.certManager.issuerRef.name=internal-ca"));
+    CHECK_FALSE(find(own_issuer, "Issuer", "my-operator-webhook"));
+    const auto issued = find(own_issuer, "Certificate", "my-operator-webhook");
+    REQUIRE(issued);
+    CHECK((*issued)["spec"]["issuerRef"]["kind"].as<std::string>() == "ClusterIssuer");
+    CHECK((*issued)["spec"]["issuerRef"]["name"].as<std::string>() == "internal-ca");
+  }
+  SECTION("webhook.enabled=false: no Service, no flag, no port, no RBAC") {
+    const auto objects = yaml_documents(helm_template("-n my-operator-system --set webhook.enabled=false"));
+    CHECK_FALSE(find(objects, "Service", "my-operator-webhook"));
+    for (const auto& arg : args_of(objects)) CHECK(arg.rfind("--webhook", 0) == std::string::npos);
+    CHECK_FALSE(has_port(objects, "webhook", 9443));
+    CHECK(policy_ports(objects).count(9443) == 0);
+    CHECK_FALSE(find(objects, "ClusterRole", "my-operator-webhook"));
+    CHECK_FALSE(find(objects, "Role", "my-operator-webhook-secret"));
+  }
+  SECTION("an issuerRef without a name is refused") {
+    const auto refused = testenv::run(helm_binary() + " lint --strict " + shell_quote(chart_folder()) +
+                                      " --set webhook.certManager.issuerRef.kind=ClusterIssuer");
+    INFO(refused.output);
+    CHECK_FALSE(refused.ok());
   }
 }
 

@@ -45,7 +45,9 @@ bool has_port(const YAML::Node& ports, const std::string& protocol, int port) {
 }  // namespace
 
 TEST_CASE(
-    "packaging: the chart's NetworkPolicy lets in the metrics and probe ports and out the API server and DNS",
+    "packaging: the chart's NetworkPolicy lets in the metrics, webhook and probe ports and out the API "
+    "server "
+    "and DNS",
     "[packaging][helm][networkpolicy]") {
   FixedNamespace system_namespace("my-operator-system");
   const std::string rendered = helm_template("-n my-operator-system");
@@ -60,9 +62,10 @@ TEST_CASE(
   CHECK(policy["spec"]["policyTypes"].size() == 2);
 
   const YAML::Node ingress = policy["spec"]["ingress"];
-  REQUIRE(ingress.size() == 2);
+  REQUIRE(ingress.size() == 3);
   CHECK(has_port(ingress[0]["ports"], "TCP", 8443));
-  CHECK(has_port(ingress[1]["ports"], "TCP", 8081));
+  CHECK(has_port(ingress[1]["ports"], "TCP", 9443));  // the API server calling the conversion webhook
+  CHECK(has_port(ingress[2]["ports"], "TCP", 8081));
 
   const YAML::Node egress = policy["spec"]["egress"];
   REQUIRE(egress.size() == 2);

@@ -92,6 +92,45 @@ inline std::set<std::string> expected_metrics_auth_grants() {
   return {"authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create"};
 }
 
+// (apiGroup, resource, name) -> verbs granted by the rules of a role that name their objects, e.g.
+// "/secrets/my-operator-webhook-cert:get"; rules without resourceNames are left out.
+inline std::set<std::string> granted_by_name(const YAML::Node& role) {
+  std::set<std::string> grants;
+  for (const YAML::Node& rule : role["rules"])
+    for (const YAML::Node& group : rule["apiGroups"])
+      for (const YAML::Node& resource : rule["resources"])
+        for (const YAML::Node& name : rule["resourceNames"])
+          for (const YAML::Node& verb : rule["verbs"])
+            grants.insert(group.as<std::string>() + "/" + resource.as<std::string>() + "/" +
+                          name.as<std::string>() + ":" + verb.as<std::string>());
+  return grants;
+}
+
+// The conversion webhook's self-managed certificates (runtime/webhook_certificates.cpp): the MyResource
+// CRD, read and its caBundle patched, by name only.
+inline std::set<std::string> expected_webhook_crd_grants() {
+  return {"apiextensions.k8s.io/customresourcedefinitions/myresources.myorg.io:get",
+          "apiextensions.k8s.io/customresourcedefinitions/myresources.myorg.io:patch"};
+}
+
+// ... and the Secret holding them in the operator's namespace: create (which RBAC cannot limit by
+// name), then get and update of that Secret only.
+inline std::set<std::string> expected_webhook_secret_grants(const std::string& secret) {
+  return {"/secrets:create", "/secrets/" + secret + ":get", "/secrets/" + secret + ":update"};
+}
+
+// Every grant of a role: by name where the rule names its objects, else by resource.
+inline std::set<std::string> all_grants(const YAML::Node& role) {
+  std::set<std::string> grants;
+  for (const YAML::Node& rule : role["rules"]) {
+    YAML::Node one;
+    one["rules"].push_back(rule);
+    const auto from_rule = rule["resourceNames"] ? granted_by_name(one) : granted(one);
+    grants.insert(from_rule.begin(), from_rule.end());
+  }
+  return grants;
+}
+
 // What my-operator needs in each namespace it watches (docs/design.md "Permissions"), as granted() spells it.
 inline std::set<std::string> expected_manager_grants() {
   std::set<std::string> grants;

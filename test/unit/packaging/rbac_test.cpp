@@ -105,6 +105,16 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("packaging: the conversion webhook's roles name the MyResource CRD and the operator's own Secret",
+          "[packaging][rbac]") {
+  const auto objects = config_rbac_objects();
+  CHECK(all_grants(find_object(objects, "ClusterRole", "my-operator-webhook")) ==
+        expected_webhook_crd_grants());
+  const YAML::Node secret_role = find_object(objects, "Role", "my-operator-webhook-secret");
+  CHECK(secret_role["metadata"]["namespace"].as<std::string>() == "my-operator-system");
+  CHECK(all_grants(secret_role) == expected_webhook_secret_grants("my-operator-webhook-cert"));
+}
+
 TEST_CASE("packaging: the bindings give the manager roles to the operator's ServiceAccount",
           "[packaging][rbac]") {
   const auto objects = config_rbac_objects();
@@ -113,7 +123,9 @@ TEST_CASE("packaging: the bindings give the manager roles to the operator's Serv
   for (const auto& [kind, name] : std::vector<std::pair<std::string, std::string>>{
            {"ClusterRoleBinding", "my-operator-manager"},
            {"RoleBinding", "my-operator-leader-election"},
-           {"ClusterRoleBinding", "my-operator-metrics-auth-rolebinding"}}) {
+           {"ClusterRoleBinding", "my-operator-metrics-auth-rolebinding"},
+           {"ClusterRoleBinding", "my-operator-webhook"},
+           {"RoleBinding", "my-operator-webhook-secret"}}) {
     const YAML::Node binding = find_object(objects, kind, name);
     const std::string role =
         name == "my-operator-metrics-auth-rolebinding" ? "my-operator-metrics-auth-role" : name;
