@@ -15,6 +15,7 @@
 #include "myresource/types.h"
 #include "runtime/leader_election.h"
 #include "runtime/metrics_authorizer.h"
+#include "runtime/storage_migration.h"
 #include "trace/otlp_http_exporter.h"
 #include "version.h"
 
@@ -195,6 +196,14 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
     manager.sharding = sharding;
   }
   auto built = std::make_unique<runtime::Manager>(std::move(manager));
+  if (options.migrate_storage && options.namespaces.empty()) {
+    runtime::StorageVersionMigratorOptions migration;
+    migration.client = client;
+    migration.crd_name = std::string(myresource::kCrdName);
+    migration.qps = options.storage_migration_qps;
+    migration.burst = std::max(1, static_cast<int>(options.storage_migration_qps));
+    built->add_runnable(std::make_shared<runtime::StorageVersionMigrator>(migration));
+  }
   built->add_webhook("/convert", [](const runtime::HttpRequest& request) {
     auto answer = myresource::answer_conversion_review(request.body);
     if (!answer.failure.empty())

@@ -114,6 +114,12 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
   add("watch-stall-timeout", watch_stall_timeout,
       "A watch with no event and no bookmark for this long is taken as stalled and reconnected, e.g. 90s; "
       "at least 65s, above the API server's one-minute bookmark interval");
+  add("migrate-storage", options.migrate_storage,
+      "While leading, rewrite MyResources stored in an older API version into the CRD's storage version "
+      "(one no-op write each, rate-limited), then trim the CRD's status.storedVersions; only when watching "
+      "all namespaces");
+  add("storage-migration-qps", options.storage_migration_qps,
+      "No-op writes per second of the storage version migration");
   add("webhook-bind-address", options.webhook_bind_address,
       "Address the conversion webhook (HTTPS, POST /convert) binds to, e.g. :9443; 0 disables it");
   add("webhook-cert-dir", options.webhook_cert_dir,
@@ -181,6 +187,8 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       throw CLI::ValidationError("--orphan-sweep-period", "must be at least 1s");
     }
     options.watch_stall_timeout = duration("--watch-stall-timeout", watch_stall_timeout);
+    if (!(options.storage_migration_qps > 0))
+      throw CLI::ValidationError("--storage-migration-qps", "must be more than 0");
     options.webhook_cert_validity = duration("--webhook-cert-validity", webhook_cert_validity);
     options.webhook_ca_validity = duration("--webhook-ca-validity", webhook_ca_validity);
     if (options.webhook_cert_validity.count() <= 0 || options.webhook_ca_validity.count() <= 0)

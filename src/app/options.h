@@ -47,6 +47,11 @@ struct Options {
   std::string webhook_service = "my-operator-webhook";
   std::vector<std::string> webhook_cert_names;  // more names (a URL's host, e.g. 127.0.0.1)
   std::string webhook_cert_names_flag;
+  // Rewrites MyResources stored in an older version into the CRD's storage version and trims its
+  // status.storedVersions (runtime/storage_migration.h), while leading; only when watching every
+  // namespace (a namespaced operator cannot list them all).
+  bool migrate_storage = true;
+  double storage_migration_qps = 20;
   std::vector<std::string> webhook_crds{"myresources.myorg.io"};
   std::string webhook_crds_flag = "myresources.myorg.io";
   std::chrono::seconds webhook_cert_validity = std::chrono::hours(24 * 365);

@@ -28,6 +28,12 @@ std::optional<std::string> preflight(kube::Client& client, const std::vector<std
         return "RBAC forbids listing " + type.resource + " in " + where + ": " + listed.error().message +
                " (grant the operator's ServiceAccount the rules in config/rbac, or install the Helm chart)";
       }
+      // A 500 on MyResources is what the API server answers while it cannot convert a stored object,
+      // and the conversion webhook is this operator, which serves it only once it runs: not a reason
+      // to stop (a restart after an upgrade to v1beta1 storage would never get past this). The
+      // informers list again with backoff and readiness reports them.
+      if (!listed && listed.error().reason == kube::Reason::InternalError && type.resource == kPlural)
+        continue;
       if (!listed) return "listing " + type.resource + " in " + where + " failed: " + listed.error().message;
     }
   }

@@ -10,7 +10,9 @@
 namespace myop::myresource {
 
 // nullopt when the MyResource API is served and MyResources and Deployments can be listed in
-// every namespace of `namespaces` (empty: cluster-wide); else what is wrong and how to fix it.
+// every namespace of `namespaces` (empty: cluster-wide); else what is wrong and how to fix it. A 500
+// on the MyResource list (a stored object the API server cannot convert yet, since the webhook that
+// converts it is this operator's) passes.
 std::optional<std::string> preflight(kube::Client& client, const std::vector<std::string>& namespaces);
 
 }  // namespace myop::myresource

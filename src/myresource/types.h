@@ -24,6 +24,8 @@ inline constexpr std::string_view kVersion = "v1alpha1";
 inline constexpr std::string_view kApiVersion = "myorg.io/v1alpha1";
 inline constexpr std::string_view kKind = "MyResource";
 inline constexpr std::string_view kPlural = "myresources";
+// The CRD's name: <plural>.<group>.
+inline constexpr std::string_view kCrdName = "myresources.myorg.io";
 
 // The REST collection of MyResources: the one definition every part of the operator uses.
 inline kube::ResourceType myresource_type() {

@@ -5,8 +5,11 @@
 // version that is not stored, and trusts it through the caBundle the operator keeps in the CRD.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/base64.h"
@@ -187,4 +190,150 @@ TEST_CASE("conversion webhook: the self-managed CA and certificate rotate while 
   WARN("rotation: " << reads << " reads through the webhook, " << failures.size() << " failed; "
                     << serving_certificates.size() << " serving certificates, " << signing_cas.size()
                     << " CAs");
+}
+
+namespace {
+
+// The CRD as the previous release shipped it: v1alpha1 served and stored, v1beta1 not served, no
+// conversion, and status.storedVersions [v1alpha1] (earlier cases of this control plane stored v1beta1).
+void previous_release_crd() {
+  testenv::kubectl_or_fail(R"(patch crd myresources.myorg.io --type=json -p '[)"
+                           R"({"op":"replace","path":"/spec/versions/0/storage","value":true},)"
+                           R"({"op":"replace","path":"/spec/versions/1/served","value":false},)"
+                           R"({"op":"replace","path":"/spec/versions/1/storage","value":false},)"
+                           R"({"op":"replace","path":"/spec/conversion","value":{"strategy":"None"}}]')");
+  testenv::kubectl_or_fail(
+      R"(patch crd myresources.myorg.io --subresource=status --type=merge -p '{"status":{"storedVersions":["v1alpha1"]}}')");
+  testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
+}
+
+// How many of the MyResources etcd holds in `ns` are stored as `api_version`, and how many there are.
+std::pair<std::size_t, std::size_t> stored_as(const std::string& ns, const std::string& api_version) {
+  const auto values = testenv::etcd_values("/registry/myorg.io/myresources/" + ns + "/");
+  std::size_t matching = 0;
+  for (const auto& [key, value] : values)
+    if (value.find("\"apiVersion\":\"" + api_version + "\"") != std::string::npos) ++matching;
+  return {matching, values.size()};
+}
+
+}  // namespace
+
+// The upgrade that makes v1beta1 the storage version, on 500 MyResources written as v1alpha1 (every
+// tenth with a canary): the operator, restarted with the new CRD, rewrites each stored object once
+// (a no-op write), after which etcd holds every one as v1beta1 and storedVersions is [v1beta1]; no
+// Deployment is written, and v1alpha1 reads return what was written.
+TEST_CASE(
+    "storage migration: with v1beta1 the storage version the operator rewrites each stored v1alpha1 "
+    "MyResource once and trims storedVersions without writing a Deployment",
+    "[myresource][operator][conversion]") {
+  if (!testenv::owns_control_plane()) FAIL("needs a control plane of its own: it changes the MyResource CRD");
+  constexpr int kObjects = 500;
+  testenv::ScopedNamespace ns("migration");
+  const unsigned short port = free_port();
+  OperatorOptions options = webhook_operator("myop-migration-" + ns.name(), ns.name(), port);
+  options.namespaces = {};  // only an operator of every namespace migrates
+  OperatorProcess operator_process(options);
+  previous_release_crd();
+  operator_process.start();
+
+  std::string manifest;
+  for (int i = 0; i < kObjects; ++i) {
+    manifest += "---\napiVersion: myorg.io/v1alpha1\nkind: MyResource\nmetadata:\n  name: app-" +
+                std::to_string(i) + "\n  namespace: " + ns.name() + "\n";
+    if (i % 10 == 0)
+      manifest += "  annotations:\n    myorg.io/canary: \"true\"\n    myorg.io/targetVersion: \"1.27.2\"\n";
+    manifest += "spec:\n  image: nginx:1.27.1\n  replicas: 1\n";
+  }
+  const auto created = testenv::kubectl_apply(manifest);
+  INFO(created.output.substr(0, 2000));
+  REQUIRE(created.ok());
+  auto ready = [&] {
+    const auto statuses = testenv::kubectl(
+        "get myresources.v1alpha1.myorg.io -n " + ns.name() +
+        R"( -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}')");
+    std::size_t count = 0;
+    std::istringstream lines(statuses.output);
+    for (std::string line; std::getline(lines, line);) count += line == "True";
+    return count;
+  };
+  INFO("operator log:\n" << operator_process.log_tail(40));
+  REQUIRE(eventually([&] { return ready() == kObjects; }, 300s));
+  CHECK(stored_as(ns.name(), "myorg.io/v1alpha1") == std::pair<std::size_t, std::size_t>(kObjects, kObjects));
+  std::this_thread::sleep_for(3s);  // the last status and event writes of the rollouts settle
+
+  // The upgrade: the operator stopped, the CRD of this release (v1beta1 stored, conversion by the
+  // operator's webhook), the operator started again.
+  operator_process.stop();
+  const auto mark = audit_mark();
+  convert_through_webhook("https://127.0.0.1:" + std::to_string(port) + "/convert");
+  operator_process.start();
+  const auto started = std::chrono::steady_clock::now();
+  REQUIRE(eventually(
+      [&] { return jsonpath("crd myresources.myorg.io", "{.status.storedVersions}") == R"(["v1beta1"])"; },
+      180s));
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  CHECK(stored_as(ns.name(), "myorg.io/v1beta1") == std::pair<std::size_t, std::size_t>(kObjects, kObjects));
+
+  // Each object of the namespace written once, by a patch of the object itself; no Deployment written.
+  std::map<std::string, int> rewrites;
+  std::size_t deployment_writes = 0;
+  std::size_t writes = 0;
+  for (const auto& write : audit_writes(options.user, mark)) {
+    ++writes;
+    if (write.resource == "deployments") {
+      ++deployment_writes;
+      UNSCOPED_INFO("Deployment write: " << write.describe());
+    }
+    if (write.resource == "myresources" && write.subresource.empty() && write.namespace_ == ns.name() &&
+        write.verb == "patch" && write.code == 200)
+      ++rewrites[write.name];
+  }
+  CHECK(deployment_writes == 0);
+  CHECK(rewrites.size() == static_cast<std::size_t>(kObjects));
+  std::size_t rewritten_twice = 0;
+  for (const auto& [name, count] : rewrites) rewritten_twice += count > 1;
+  CHECK(rewritten_twice == 0);
+  CHECK(ready() == kObjects);
+
+  // v1alpha1 reads return what was written, through the webhook.
+  const std::string canary = "myresources.v1alpha1.myorg.io app-10 -n " + ns.name();
+  CHECK(jsonpath(canary, "{.metadata.annotations.myorg\\.io/targetVersion}") == "1.27.2");
+  CHECK(jsonpath("myresources.v1beta1.myorg.io app-10 -n " + ns.name(), "{.spec.canary.targetVersion}") ==
+        "1.27.2");
+  // Read as v1alpha1, a MyResource written as v1alpha1 is what was written: no field the v1beta1
+  // schema would have defaulted, no annotation of the conversion.
+  for (const std::string name : {"app-10", "app-11"}) {
+    const std::string alpha = "myresources.v1alpha1.myorg.io " + name + " -n " + ns.name();
+    CHECK(jsonpath(alpha, "{.spec}") == R"({"image":"nginx:1.27.1","replicas":1})");
+    CHECK(jsonpath(alpha, "{.metadata.annotations.myorg\\.io/conversion-v1beta1}").empty());
+  }
+  CHECK(jsonpath("myresources.v1alpha1.myorg.io app-11 -n " + ns.name(),
+                 "{.metadata.annotations.myorg\\.io/canary}")
+            .empty());
+  WARN("storage migration of " << kObjects << " MyResources: storedVersions [v1beta1] " << took
+                               << " s after the operator started; " << rewrites.size()
+                               << " objects rewritten once; " << writes << " operator writes in all, "
+                               << deployment_writes << " of Deployments");
+
+  // A restart now, with every object stored as v1beta1: the operator's own v1alpha1 lists need its
+  // webhook, which it serves before its caches start (a preflight that took the API server's 500 for
+  // a fatal error kept it from ever starting). It starts, and writes nothing.
+  operator_process.stop();
+  const auto restart_mark = audit_mark();
+  operator_process.start();
+  CHECK(eventually([&] { return ready() == kObjects; }, 60s));
+  std::this_thread::sleep_for(5s);
+  // Of this namespace and of cluster-scoped objects (the CRD): watching every namespace, the operator
+  // also finishes what earlier cases of this control plane left (their objects' finalizers).
+  std::size_t after_restart = 0;
+  for (const auto& write : audit_writes(options.user, restart_mark)) {
+    if (!write.namespace_.empty() && write.namespace_ != ns.name()) continue;
+    ++after_restart;
+    UNSCOPED_INFO("write after the restart: " << write.describe());
+  }
+  CHECK(after_restart == 0);
+
+  // The objects go while the operator still runs, so their finalizers are removed.
+  testenv::kubectl("delete myresources.v1beta1.myorg.io --all -n " + ns.name() + " --wait=false");
+  CHECK(eventually([&] { return stored_as(ns.name(), "myorg.io/v1beta1").second == 0; }, 180s));
 }

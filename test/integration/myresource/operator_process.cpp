@@ -1,5 +1,6 @@
 #include "myresource/operator_process.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 
 #include <netinet/in.h>
@@ -101,7 +102,13 @@ OperatorProcess::OperatorProcess(OperatorOptions options) : options_(std::move(o
   testenv::kubectl("delete clusterrolebinding " + binding + " --ignore-not-found");
   testenv::kubectl_or_fail("create clusterrolebinding " + binding + " --clusterrole " + kManagerRole +
                            " --user " + options_.user);
-  for (const std::string& file : options_.extra_cluster_role_files) {
+  // Watching every namespace, the operator migrates stored MyResources (--migrate-storage): the
+  // chart binds config/rbac's storage-migration ClusterRole then.
+  std::vector<std::string> cluster_role_files = options_.extra_cluster_role_files;
+  if (options_.namespaces.empty() && std::find(cluster_role_files.begin(), cluster_role_files.end(),
+                                               "storage_migration_role.yaml") == cluster_role_files.end())
+    cluster_role_files.push_back("storage_migration_role.yaml");
+  for (const std::string& file : cluster_role_files) {
     const std::string role = apply_test_cluster_role(file);
     const std::string extra = binding + "-" + role;
     testenv::kubectl("delete clusterrolebinding " + extra + " --ignore-not-found");

@@ -215,6 +215,8 @@ TEST_CASE(
         CHECK(granted_non_resource(role).empty());
       } else if (name == "my-operator-webhook") {
         CHECK(all_grants(role) == expected_webhook_crd_grants());
+      } else if (name == "my-operator-storage-migration") {
+        CHECK(all_grants(role) == expected_storage_migration_grants());
       } else if (name == "my-operator-metrics-reader") {
         CHECK(granted(role).empty());
         CHECK(granted_non_resource(role) == std::set<std::string>{"/metrics:get"});
@@ -231,8 +233,11 @@ TEST_CASE(
     const auto objects = yaml_documents(
         helm_template("-n my-operator-system -f " + shell_quote((folder.path() / "values.yaml").string())));
     CHECK(rbac_violations(objects).empty());
-    for (const auto& role : objects_of_kind(objects, "ClusterRole"))
+    for (const auto& role : objects_of_kind(objects, "ClusterRole")) {
       CHECK(role["metadata"]["name"].as<std::string>() != "my-operator-manager");
+      // A namespaced operator cannot list every MyResource, so it does not migrate them.
+      CHECK(role["metadata"]["name"].as<std::string>() != "my-operator-storage-migration");
+    }
     int manager_roles = 0;
     for (const auto& role : objects_of_kind(objects, "Role")) {
       if (role["metadata"]["name"].as<std::string>() != "my-operator-manager") continue;

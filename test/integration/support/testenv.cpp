@@ -1,5 +1,6 @@
 #include "support/testenv.h"
 
+#include <rapidjson/document.h>
 #include <catch2/catch.hpp>
 
 #include <sys/wait.h>
@@ -152,6 +153,22 @@ long long compact_etcd() {
   CommandResult result = run(testenv_command("compact"));
   if (!result.ok()) FAIL("hack/testenv compact failed: " << result.output);
   return std::stoll(trim(result.output));
+}
+
+std::vector<std::pair<std::string, std::string>> etcd_values(const std::string& prefix) {
+  CommandResult result = run(testenv_command("etcd-get " + quote(prefix)));
+  if (!result.ok()) FAIL("hack/testenv etcd-get failed: " << result.output);
+  std::vector<std::pair<std::string, std::string>> values;
+  std::istringstream lines(result.output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    rapidjson::Document entry;
+    if (entry.Parse(line.c_str()).HasParseError() || !entry.IsObject() || !entry.HasMember("key") ||
+        !entry.HasMember("value"))
+      FAIL("hack/testenv etcd-get printed an unexpected line: " << line);
+    values.emplace_back(entry["key"].GetString(), entry["value"].GetString());
+  }
+  return values;
 }
 
 ClientCertificate issue_client_certificate(const std::string& user, const std::vector<std::string>& groups) {

@@ -68,6 +68,10 @@ inline void restart_apiserver() { restart_component("kube-apiserver"); }
 // Compacts etcd to its current revision; returns that revision.
 long long compact_etcd();
 
+// What etcd stores under a key prefix (e.g. "/registry/myorg.io/myresources/<ns>/"), key -> the bytes
+// the API server wrote (a custom resource's JSON, in its storage version).
+std::vector<std::pair<std::string, std::string>> etcd_values(const std::string& prefix);
+
 // A client certificate for `user` in `groups`, signed by the cluster CA.
 struct ClientCertificate {
   std::string certificate_path;

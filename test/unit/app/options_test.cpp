@@ -80,3 +80,17 @@ TEST_CASE("webhook flags: off by default, names and CRDs as lists, validities ch
   CHECK(std::get<int>(parse({"--webhook-cert-validity", "0s"})) != 0);
   CHECK(std::get<int>(parse({"--webhook-ca-validity", "forever"})) != 0);
 }
+
+TEST_CASE("storage migration flags: on by default at 20 writes a second, off with false, a rate above 0",
+          "[app][options][storage-migration]") {
+  const auto defaults = parse({});
+  REQUIRE(std::holds_alternative<Options>(defaults));
+  CHECK(std::get<Options>(defaults).migrate_storage);
+  CHECK(std::get<Options>(defaults).storage_migration_qps == 20);
+  const auto off = parse({"--migrate-storage=false", "--storage-migration-qps", "5.5"});
+  REQUIRE(std::holds_alternative<Options>(off));
+  CHECK_FALSE(std::get<Options>(off).migrate_storage);
+  CHECK(std::get<Options>(off).storage_migration_qps == 5.5);
+  CHECK(std::get<int>(parse({"--storage-migration-qps", "0"})) != 0);
+  CHECK(std::get<int>(parse({"--migrate-storage", "perhaps"})) != 0);
+}

@@ -113,6 +113,13 @@ inline std::set<std::string> expected_webhook_crd_grants() {
           "apiextensions.k8s.io/customresourcedefinitions/myresources.myorg.io:patch"};
 }
 
+// The storage version migration (runtime/storage_migration.cpp): the MyResource CRD read, its status
+// (storedVersions) patched, by name only.
+inline std::set<std::string> expected_storage_migration_grants() {
+  return {"apiextensions.k8s.io/customresourcedefinitions/myresources.myorg.io:get",
+          "apiextensions.k8s.io/customresourcedefinitions/status/myresources.myorg.io:patch"};
+}
+
 // ... and the Secret holding them in the operator's namespace: create (which RBAC cannot limit by
 // name), then get and update of that Secret only.
 inline std::set<std::string> expected_webhook_secret_grants(const std::string& secret) {

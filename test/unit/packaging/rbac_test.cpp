@@ -105,14 +105,18 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("packaging: the conversion webhook's roles name the MyResource CRD and the operator's own Secret",
-          "[packaging][rbac]") {
+TEST_CASE(
+    "packaging: the webhook's and the storage migration's roles name the MyResource CRD and the operator's "
+    "own Secret",
+    "[packaging][rbac]") {
   const auto objects = config_rbac_objects();
   CHECK(all_grants(find_object(objects, "ClusterRole", "my-operator-webhook")) ==
         expected_webhook_crd_grants());
   const YAML::Node secret_role = find_object(objects, "Role", "my-operator-webhook-secret");
   CHECK(secret_role["metadata"]["namespace"].as<std::string>() == "my-operator-system");
   CHECK(all_grants(secret_role) == expected_webhook_secret_grants("my-operator-webhook-cert"));
+  CHECK(all_grants(find_object(objects, "ClusterRole", "my-operator-storage-migration")) ==
+        expected_storage_migration_grants());
 }
 
 TEST_CASE("packaging: the bindings give the manager roles to the operator's ServiceAccount",
@@ -125,7 +129,8 @@ TEST_CASE("packaging: the bindings give the manager roles to the operator's Serv
            {"RoleBinding", "my-operator-leader-election"},
            {"ClusterRoleBinding", "my-operator-metrics-auth-rolebinding"},
            {"ClusterRoleBinding", "my-operator-webhook"},
-           {"RoleBinding", "my-operator-webhook-secret"}}) {
+           {"RoleBinding", "my-operator-webhook-secret"},
+           {"ClusterRoleBinding", "my-operator-storage-migration"}}) {
     const YAML::Node binding = find_object(objects, kind, name);
     const std::string role =
         name == "my-operator-metrics-auth-rolebinding" ? "my-operator-metrics-auth-role" : name;
