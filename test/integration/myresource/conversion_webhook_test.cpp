@@ -129,6 +129,30 @@ TEST_CASE(
         60s));
   }
 
+  // The annotations policy checks v1alpha1 requests only: in v1beta1 the schema checks spec.canary,
+  // and an annotation named like a v1alpha1 one is a plain annotation.
+  auto with_canary_annotation = [&](const std::string& api_version, const std::string& name) {
+    return "apiVersion: myorg.io/" + api_version + "\nkind: MyResource\nmetadata:\n  name: " + name +
+           "\n  namespace: " + ns.name() +
+           "\n  annotations:\n    myorg.io/canary: \"yes\"\nspec:\n  image: nginx:1.27.1\n";
+  };
+  testenv::CommandResult refused_alpha;
+  CHECK(eventually(  // the policy is in force a moment after it is installed
+      [&] {
+        refused_alpha = testenv::kubectl_apply(with_canary_annotation("v1alpha1", "policy-alpha"));
+        return !refused_alpha.ok();
+      },
+      30s));
+  CHECK_THAT(refused_alpha.output, Catch::Contains("myorg.io/canary must be"));
+  const auto plain_beta = testenv::kubectl_apply(with_canary_annotation("v1beta1", "policy-beta"));
+  INFO(plain_beta.output);
+  CHECK(plain_beta.ok());
+  const auto latest = testenv::kubectl_apply(
+      "apiVersion: myorg.io/v1beta1\nkind: MyResource\nmetadata:\n  name: latest\n  namespace: " + ns.name() +
+      "\nspec:\n  image: nginx:1.27.1\n  canary:\n    enabled: true\n    targetVersion: latest\n");
+  CHECK_FALSE(latest.ok());
+  CHECK_THAT(latest.output, Catch::Contains("spec.canary.targetVersion must not be"));
+
   // The webhook down: the API server cannot serve v1alpha1 and says why; nothing is lost.
   operator_process.stop();
   const auto refused = testenv::kubectl("get " + alpha_of_alpha + " -o name");
