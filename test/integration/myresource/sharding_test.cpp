@@ -170,13 +170,19 @@ class Replicas {
 
   // The sum of myoperator_shard_slots_owned over the running replicas, and whether every one of them
   // sees `members` members.
+  // Every running replica sees `members` members, every slot is owned, and each owns its share of the
+  // assignment (runtime/shard_ring.h: kSlots / members, one more for some): the first replica holding
+  // every slot while the others, just counted as members, have not yet taken theirs is not settled
+  // (work created then would be handed over, and written by two replicas).
   bool settled(int members) {
+    const double least = kSlots / members;
+    const double most = (kSlots + members - 1) / members;
     double owned = 0;
     for (auto& process : processes_) {
       if (!process->running()) continue;
       if (process->metric("myoperator_shard_members") != members) return false;
       const double slots = process->metric("myoperator_shard_slots_owned");
-      if (slots < 0) return false;
+      if (slots < least || slots > most) return false;
       owned += slots;
     }
     return owned == kSlots;

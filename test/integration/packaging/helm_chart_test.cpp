@@ -363,7 +363,7 @@ TEST_CASE(
     "packaging: webhook values render the conversion webhook's Service, flags, port and RBAC, cert-manager "
     "in "
     "place of the operator's own CA, and none of it when off",
-    "[packaging][helm][conversion]") {
+    "[packaging][helm][webhook]") {
   auto find = [](const std::vector<YAML::Node>& objects, const std::string& kind,
                  const std::string& name) -> std::optional<YAML::Node> {
     for (const auto& object : objects)
