@@ -56,6 +56,15 @@ std::vector<YAML::Node> objects_of_kind(const std::vector<YAML::Node>& objects, 
   return found;
 }
 
+// The object of `kind` named `name` among `objects`, or nullopt.
+std::optional<YAML::Node> find_object(const std::vector<YAML::Node>& objects, const std::string& kind,
+                                      const std::string& name) {
+  for (const auto& object : objects)
+    if (object["kind"].as<std::string>("") == kind && object["metadata"]["name"].as<std::string>("") == name)
+      return object;
+  return std::nullopt;
+}
+
 // Structural equality of two YAML trees (scalars compared as text).
 bool same_yaml(const YAML::Node& left, const YAML::Node& right) {
   if (left.Type() != right.Type()) return false;
@@ -253,15 +262,6 @@ TEST_CASE(
     "packaging: metrics.secure renders --metrics-secure, its RBAC and an HTTPS ServiceMonitor, and off none "
     "of it",
     "[packaging][helm][rbac]") {
-  // The object, or nullopt.
-  auto find = [](const std::vector<YAML::Node>& objects, const std::string& kind,
-                 const std::string& name) -> std::optional<YAML::Node> {
-    for (const auto& object : objects)
-      if (object["kind"].as<std::string>("") == kind &&
-          object["metadata"]["name"].as<std::string>("") == name)
-        return object;
-    return std::nullopt;
-  };
   auto args_of = [](const std::vector<YAML::Node>& objects) {
     std::set<std::string> args;
     for (const auto& deployment : objects)
@@ -277,13 +277,14 @@ TEST_CASE(
     CHECK(args.count("--metrics-secure") == 1);
     CHECK(args.count("--metrics-bind-address=:8443") == 1);
     for (const auto& arg : args) CHECK(arg.rfind("--metrics-cert-dir", 0) != 0);
-    const auto found_binding = find(objects, "ClusterRoleBinding", "my-operator-metrics-auth-rolebinding");
+    const auto found_binding =
+        find_object(objects, "ClusterRoleBinding", "my-operator-metrics-auth-rolebinding");
     REQUIRE(found_binding);
     const YAML::Node binding = *found_binding;
     CHECK(binding["roleRef"]["name"].as<std::string>() == "my-operator-metrics-auth-role");
     CHECK(binding["subjects"][0]["name"].as<std::string>() == "my-operator");
     CHECK(binding["subjects"][0]["namespace"].as<std::string>() == "my-operator-system");
-    CHECK(find(objects, "ClusterRole", "my-operator-metrics-reader"));
+    CHECK(find_object(objects, "ClusterRole", "my-operator-metrics-reader"));
     // Nothing could verify the certificate made at start: no ServiceMonitor skips verification.
     const auto refused = testenv::run(helm_binary() + " template my-operator " +
                                       shell_quote(testenv::source_dir() + "/charts/my-operator") +
@@ -297,7 +298,7 @@ TEST_CASE(
         yaml_documents(helm_template("-n my-operator-system --set metrics.serviceMonitor.enabled=true --set "
                                      "metrics.certSecret=metrics-tls"));
     CHECK(args_of(objects).count("--metrics-cert-dir=/etc/my-operator/metrics-certs") == 1);
-    const auto deployment = find(objects, "Deployment", "my-operator");
+    const auto deployment = find_object(objects, "Deployment", "my-operator");
     REQUIRE(deployment);
     const YAML::Node pod = (*deployment)["spec"]["template"]["spec"];
     bool mounted = false;
@@ -309,7 +310,7 @@ TEST_CASE(
       volume =
           volume || (item["secret"] && item["secret"]["secretName"].as<std::string>("") == "metrics-tls");
     CHECK(volume);
-    const auto monitor = find(objects, "ServiceMonitor", "my-operator");
+    const auto monitor = find_object(objects, "ServiceMonitor", "my-operator");
     REQUIRE(monitor);
     const YAML::Node endpoint = (*monitor)["spec"]["endpoints"][0];
     CHECK(endpoint["scheme"].as<std::string>("") == "https");
@@ -324,13 +325,13 @@ TEST_CASE(
     CHECK(endpoint["authorization"]["credentials"]["name"].as<std::string>("") ==
           "my-operator-metrics-scraper-token");
     CHECK(endpoint["authorization"]["credentials"]["key"].as<std::string>("") == "token");
-    const auto token = find(objects, "Secret", "my-operator-metrics-scraper-token");
+    const auto token = find_object(objects, "Secret", "my-operator-metrics-scraper-token");
     REQUIRE(token);
     CHECK((*token)["type"].as<std::string>("") == "kubernetes.io/service-account-token");
     CHECK((*token)["metadata"]["annotations"]["kubernetes.io/service-account.name"].as<std::string>("") ==
           "my-operator-metrics-scraper");
-    CHECK(find(objects, "ServiceAccount", "my-operator-metrics-scraper"));
-    const auto scraper = find(objects, "ClusterRoleBinding", "my-operator-metrics-scraper");
+    CHECK(find_object(objects, "ServiceAccount", "my-operator-metrics-scraper"));
+    const auto scraper = find_object(objects, "ClusterRoleBinding", "my-operator-metrics-scraper");
     REQUIRE(scraper);
     CHECK((*scraper)["roleRef"]["name"].as<std::string>("") == "my-operator-metrics-reader");
     CHECK((*scraper)["subjects"][0]["name"].as<std::string>("") == "my-operator-metrics-scraper");
@@ -339,21 +340,21 @@ TEST_CASE(
     const auto own_token = yaml_documents(helm_template(
         "-n my-operator-system --set metrics.serviceMonitor.enabled=true --set "
         "metrics.certSecret=metrics-tls --set metrics.serviceMonitor.tokenSecret=prometheus-token"));
-    const auto own_monitor = find(own_token, "ServiceMonitor", "my-operator");
+    const auto own_monitor = find_object(own_token, "ServiceMonitor", "my-operator");
     REQUIRE(own_monitor);
     CHECK((*own_monitor)["spec"]["endpoints"][0]["authorization"]["credentials"]["name"].as<std::string>(
               "") == "prometheus-token");
-    CHECK_FALSE(find(own_token, "ServiceAccount", "my-operator-metrics-scraper"));
-    CHECK_FALSE(find(own_token, "ClusterRoleBinding", "my-operator-metrics-scraper"));
+    CHECK_FALSE(find_object(own_token, "ServiceAccount", "my-operator-metrics-scraper"));
+    CHECK_FALSE(find_object(own_token, "ClusterRoleBinding", "my-operator-metrics-scraper"));
   }
   SECTION("not secure: plain HTTP, and no review or reader rights") {
     const auto objects = yaml_documents(helm_template(
         "-n my-operator-system --set metrics.serviceMonitor.enabled=true --set metrics.secure=false"));
     CHECK(args_of(objects).count("--metrics-secure") == 0);
-    CHECK_FALSE(find(objects, "ClusterRole", "my-operator-metrics-auth-role"));
-    CHECK_FALSE(find(objects, "ClusterRoleBinding", "my-operator-metrics-auth-rolebinding"));
-    CHECK_FALSE(find(objects, "ClusterRole", "my-operator-metrics-reader"));
-    const auto monitor = find(objects, "ServiceMonitor", "my-operator");
+    CHECK_FALSE(find_object(objects, "ClusterRole", "my-operator-metrics-auth-role"));
+    CHECK_FALSE(find_object(objects, "ClusterRoleBinding", "my-operator-metrics-auth-rolebinding"));
+    CHECK_FALSE(find_object(objects, "ClusterRole", "my-operator-metrics-reader"));
+    const auto monitor = find_object(objects, "ServiceMonitor", "my-operator");
     REQUIRE(monitor);
     CHECK_FALSE((*monitor)["spec"]["endpoints"][0]["scheme"]);
   }
@@ -364,16 +365,8 @@ TEST_CASE(
     "in "
     "place of the operator's own CA, and none of it when off",
     "[packaging][helm][webhook]") {
-  auto find = [](const std::vector<YAML::Node>& objects, const std::string& kind,
-                 const std::string& name) -> std::optional<YAML::Node> {
-    for (const auto& object : objects)
-      if (object["kind"].as<std::string>("") == kind &&
-          object["metadata"]["name"].as<std::string>("") == name)
-        return object;
-    return std::nullopt;
-  };
-  auto container_of = [&find](const std::vector<YAML::Node>& objects) {
-    const auto deployment = find(objects, "Deployment", "my-operator");
+  auto container_of = [](const std::vector<YAML::Node>& objects) {
+    const auto deployment = find_object(objects, "Deployment", "my-operator");
     REQUIRE(deployment);
     return (*deployment)["spec"]["template"]["spec"]["containers"][0];
   };
@@ -387,9 +380,9 @@ TEST_CASE(
       if (entry["name"].as<std::string>("") == name) return entry["containerPort"].as<int>() == port;
     return false;
   };
-  auto policy_ports = [&find](const std::vector<YAML::Node>& objects) {
+  auto policy_ports = [](const std::vector<YAML::Node>& objects) {
     std::set<int> ports;
-    const auto policy = find(objects, "NetworkPolicy", "my-operator");
+    const auto policy = find_object(objects, "NetworkPolicy", "my-operator");
     REQUIRE(policy);
     for (const auto& rule : (*policy)["spec"]["ingress"])
       for (const auto& port : rule["ports"]) ports.insert(port["port"].as<int>());
@@ -398,13 +391,13 @@ TEST_CASE(
 
   SECTION("by default: the operator's own CA, its Secret and the CRD's caBundle") {
     const auto objects = yaml_documents(helm_template("-n my-operator-system"));
-    const auto service = find(objects, "Service", "my-operator-webhook");
+    const auto service = find_object(objects, "Service", "my-operator-webhook");
     REQUIRE(service);
     CHECK((*service)["spec"]["publishNotReadyAddresses"].as<bool>(false));
     CHECK((*service)["spec"]["ports"][0]["port"].as<int>() == 443);
     CHECK((*service)["spec"]["ports"][0]["targetPort"].as<std::string>() == "webhook");
     CHECK(same_yaml((*service)["spec"]["selector"],
-                    (*find(objects, "Deployment", "my-operator"))["spec"]["selector"]["matchLabels"]));
+                    (*find_object(objects, "Deployment", "my-operator"))["spec"]["selector"]["matchLabels"]));
     const auto args = args_of(objects);
     for (const char* flag : {"--webhook-bind-address=:9443", "--webhook-service=my-operator-webhook",
                              "--webhook-secret=my-operator-webhook-cert", "--webhook-cert-validity=8760h",
@@ -414,20 +407,20 @@ TEST_CASE(
     }
     CHECK(has_port(objects, "webhook", 9443));
     CHECK(policy_ports(objects).count(9443) == 1);
-    const auto crd_role = find(objects, "ClusterRole", "my-operator-webhook");
+    const auto crd_role = find_object(objects, "ClusterRole", "my-operator-webhook");
     REQUIRE(crd_role);
     CHECK(all_grants(*crd_role) == expected_webhook_crd_grants());
-    CHECK(find(objects, "ClusterRoleBinding", "my-operator-webhook"));
-    const auto secret_role = find(objects, "Role", "my-operator-webhook-secret");
+    CHECK(find_object(objects, "ClusterRoleBinding", "my-operator-webhook"));
+    const auto secret_role = find_object(objects, "Role", "my-operator-webhook-secret");
     REQUIRE(secret_role);
     CHECK(all_grants(*secret_role) == expected_webhook_secret_grants("my-operator-webhook-cert"));
-    CHECK(find(objects, "RoleBinding", "my-operator-webhook-secret"));
+    CHECK(find_object(objects, "RoleBinding", "my-operator-webhook-secret"));
     CHECK(objects_of_kind(objects, "Certificate").empty());
   }
   SECTION("webhook.certManager: a Certificate mounted as the webhook's files, its CA injected into the CRD") {
     const auto objects = yaml_documents(helm_template(
         "-n my-operator-system --set webhook.certManager.enabled=true --set webhook.port=10250"));
-    const auto certificate = find(objects, "Certificate", "my-operator-webhook");
+    const auto certificate = find_object(objects, "Certificate", "my-operator-webhook");
     REQUIRE(certificate);
     CHECK((*certificate)["spec"]["secretName"].as<std::string>() == "my-operator-webhook-tls");
     std::set<std::string> names;
@@ -435,7 +428,7 @@ TEST_CASE(
     CHECK(names == std::set<std::string>{"my-operator-webhook.my-operator-system.svc",
                                          "my-operator-webhook.my-operator-system.svc.cluster.local"});
     CHECK((*certificate)["spec"]["issuerRef"]["name"].as<std::string>() == "my-operator-webhook");
-    CHECK(find(objects, "Issuer", "my-operator-webhook"));
+    CHECK(find_object(objects, "Issuer", "my-operator-webhook"));
     const auto crds = objects_of_kind(objects, "CustomResourceDefinition");
     REQUIRE(crds.size() == 1);
     CHECK(crds[0]["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].as<std::string>("") ==
@@ -452,27 +445,27 @@ TEST_CASE(
                  mount["mountPath"].as<std::string>() == "/etc/my-operator/webhook-certs";
     CHECK(mounted);
     // cert-manager fills the caBundle: the operator needs neither the CRD nor a Secret of its own.
-    CHECK_FALSE(find(objects, "ClusterRole", "my-operator-webhook"));
-    CHECK_FALSE(find(objects, "Role", "my-operator-webhook-secret"));
+    CHECK_FALSE(find_object(objects, "ClusterRole", "my-operator-webhook"));
+    CHECK_FALSE(find_object(objects, "Role", "my-operator-webhook-secret"));
 
     const auto own_issuer =
         yaml_documents(helm_template("-n my-operator-system --set webhook.certManager.enabled=true --set "
                                      "webhook.certManager.issuerRef.kind=ClusterIssuer --set "
                                      "webhook.certManager.issuerRef.name=internal-ca"));
-    CHECK_FALSE(find(own_issuer, "Issuer", "my-operator-webhook"));
-    const auto issued = find(own_issuer, "Certificate", "my-operator-webhook");
+    CHECK_FALSE(find_object(own_issuer, "Issuer", "my-operator-webhook"));
+    const auto issued = find_object(own_issuer, "Certificate", "my-operator-webhook");
     REQUIRE(issued);
     CHECK((*issued)["spec"]["issuerRef"]["kind"].as<std::string>() == "ClusterIssuer");
     CHECK((*issued)["spec"]["issuerRef"]["name"].as<std::string>() == "internal-ca");
   }
   SECTION("webhook.enabled=false: no Service, no flag, no port, no RBAC") {
     const auto objects = yaml_documents(helm_template("-n my-operator-system --set webhook.enabled=false"));
-    CHECK_FALSE(find(objects, "Service", "my-operator-webhook"));
+    CHECK_FALSE(find_object(objects, "Service", "my-operator-webhook"));
     for (const auto& arg : args_of(objects)) CHECK(arg.rfind("--webhook", 0) == std::string::npos);
     CHECK_FALSE(has_port(objects, "webhook", 9443));
     CHECK(policy_ports(objects).count(9443) == 0);
-    CHECK_FALSE(find(objects, "ClusterRole", "my-operator-webhook"));
-    CHECK_FALSE(find(objects, "Role", "my-operator-webhook-secret"));
+    CHECK_FALSE(find_object(objects, "ClusterRole", "my-operator-webhook"));
+    CHECK_FALSE(find_object(objects, "Role", "my-operator-webhook-secret"));
   }
   SECTION("an issuerRef without a name is refused") {
     const auto refused = testenv::run(helm_binary() + " lint --strict " + shell_quote(chart_folder()) +
@@ -520,14 +513,7 @@ TEST_CASE(
     "[packaging][helm]") {
   const auto objects =
       yaml_documents(helm_template("-n my-operator-system --set sharding.enabled=true --set replicaCount=4"));
-  auto find = [&objects](const std::string& kind, const std::string& name) -> std::optional<YAML::Node> {
-    for (const auto& object : objects)
-      if (object["kind"].as<std::string>("") == kind &&
-          object["metadata"]["name"].as<std::string>("") == name)
-        return object;
-    return std::nullopt;
-  };
-  const auto deployment = find("Deployment", "my-operator");
+  const auto deployment = find_object(objects, "Deployment", "my-operator");
   REQUIRE(deployment);
   CHECK((*deployment)["spec"]["replicas"].as<int>() == 4);
   std::set<std::string> args;
@@ -536,7 +522,7 @@ TEST_CASE(
   CHECK(args.count("--sharding") == 1);
   CHECK(args.count("--shard-group=my-operator") == 1);
   CHECK(args.count("--leader-elect") == 0);  // sharding replaces it
-  const auto role = find("Role", "my-operator-leader-election");
+  const auto role = find_object(objects, "Role", "my-operator-leader-election");
   REQUIRE(role);
   bool lease_rights = false;
   for (const auto& rule : (*role)["rules"]) {
@@ -546,7 +532,7 @@ TEST_CASE(
     lease_rights = verbs == std::set<std::string>{"get", "list", "watch", "create", "update", "delete"};
   }
   CHECK(lease_rights);
-  const auto budget = find("PodDisruptionBudget", "my-operator");
+  const auto budget = find_object(objects, "PodDisruptionBudget", "my-operator");
   REQUIRE(budget);
   CHECK((*budget)["spec"]["maxUnavailable"].as<int>() == 1);
   CHECK_FALSE((*budget)["spec"]["minAvailable"]);
