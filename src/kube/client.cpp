@@ -40,12 +40,6 @@ bool condition_is_true(const rapidjson::Value& object, std::string_view type) {
   });
 }
 
-std::string string_at(const rapidjson::Value& object, std::initializer_list<std::string_view> path) {
-  const JsonValue* value = ObjectView(object).find(path);
-  if (value == nullptr || !value->IsString()) return {};
-  return std::string(value->GetString(), value->GetStringLength());
-}
-
 }  // namespace
 
 std::string_view patch_content_type(PatchType type) {

@@ -141,6 +141,12 @@ JsonValue* find_member(JsonValue& object, std::string_view key) {
   return found == object.MemberEnd() ? nullptr : &found->value;
 }
 
+std::string string_at(const JsonValue& object, std::initializer_list<std::string_view> path) {
+  const JsonValue* value = ObjectView(object).find(path);
+  if (value == nullptr || !value->IsString()) return {};
+  return std::string(value->GetString(), value->GetStringLength());
+}
+
 JsonValue json_string(std::string_view text, JsonAllocator& allocator) {
   return JsonValue(text.data(), static_cast<rapidjson::SizeType>(text.size()), allocator);
 }

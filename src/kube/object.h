@@ -94,6 +94,10 @@ JsonValue* find_member(JsonValue& object, std::string_view key);
 // `object` is not an object).
 bool erase_member(JsonValue& object, std::string_view key);
 
+// The string at `path` of `object` (e.g. {"metadata", "continue"}); empty when a step is missing or
+// the value is not a string.
+std::string string_at(const JsonValue& object, std::initializer_list<std::string_view> path);
+
 // A JSON string holding a copy of `text` in `allocator`.
 JsonValue json_string(std::string_view text, JsonAllocator& allocator);
 

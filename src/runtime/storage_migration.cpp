@@ -11,12 +11,6 @@
 namespace myop::runtime {
 namespace {
 
-std::string string_at(const kube::ObjectView& view, std::initializer_list<std::string_view> path) {
-  const auto* value = view.find(path);
-  return value != nullptr && value->IsString() ? std::string(value->GetString(), value->GetStringLength())
-                                               : std::string();
-}
-
 kube::Error invalid_crd(const std::string& name, const std::string& what) {
   return kube::make_error(kube::Reason::Invalid, "the CRD " + name + " " + what);
 }
@@ -34,10 +28,10 @@ kube::Result<CrdStorage> read_crd_storage(const rapidjson::Value& crd) {
   CrdStorage storage;
   storage.name = std::string(view.name());
   storage.resource_version = std::string(view.resource_version());
-  storage.type.group = string_at(view, {"spec", "group"});
-  storage.type.resource = string_at(view, {"spec", "names", "plural"});
-  storage.type.kind = string_at(view, {"spec", "names", "kind"});
-  storage.type.namespaced = string_at(view, {"spec", "scope"}) != "Cluster";
+  storage.type.group = kube::string_at(crd, {"spec", "group"});
+  storage.type.resource = kube::string_at(crd, {"spec", "names", "plural"});
+  storage.type.kind = kube::string_at(crd, {"spec", "names", "kind"});
+  storage.type.namespaced = kube::string_at(crd, {"spec", "scope"}) != "Cluster";
   if (storage.type.group.empty() || storage.type.resource.empty())
     return invalid_crd(storage.name, "has no spec.group or spec.names.plural");
   if (const auto* versions = view.find({"spec", "versions"}); versions != nullptr && versions->IsArray()) {
@@ -45,11 +39,10 @@ kube::Result<CrdStorage> read_crd_storage(const rapidjson::Value& crd) {
       const kube::ObjectView entry(version);
       const auto* stored = entry.find({"storage"});
       if (stored != nullptr && stored->IsBool() && stored->GetBool())
-        storage.storage_version = string_at(entry, {"name"});
+        storage.type.version = kube::string_at(version, {"name"});
     }
   }
-  if (storage.storage_version.empty()) return invalid_crd(storage.name, "has no version with storage: true");
-  storage.type.version = storage.storage_version;
+  if (storage.type.version.empty()) return invalid_crd(storage.name, "has no version with storage: true");
   if (const auto* stored = view.find({"status", "storedVersions"}); stored != nullptr && stored->IsArray())
     for (const auto& version : stored->GetArray())
       if (version.IsString())
@@ -59,7 +52,7 @@ kube::Result<CrdStorage> read_crd_storage(const rapidjson::Value& crd) {
 
 bool needs_migration(const CrdStorage& crd) {
   return std::any_of(crd.stored_versions.begin(), crd.stored_versions.end(),
-                     [&crd](const std::string& version) { return version != crd.storage_version; });
+                     [&crd](const std::string& version) { return version != crd.storage_version(); });
 }
 
 std::string no_op_patch(std::string_view resource_version) {
@@ -68,7 +61,7 @@ std::string no_op_patch(std::string_view resource_version) {
 
 std::string trim_stored_versions_patch(const CrdStorage& crd) {
   return R"({"metadata":{"resourceVersion":)" + json_quote(crd.resource_version) +
-         R"(},"status":{"storedVersions":[)" + json_quote(crd.storage_version) + "]}}";
+         R"(},"status":{"storedVersions":[)" + json_quote(crd.storage_version()) + "]}}";
 }
 
 StorageVersionMigrator::StorageVersionMigrator(StorageVersionMigratorOptions options)
@@ -110,7 +103,7 @@ kube::Result<std::optional<MigrationReport>> StorageVersionMigrator::migrate(con
   if (!needs_migration(*before)) return std::optional<MigrationReport>();
   log(spdlog::level::info, "Migrating stored objects to the storage version",
       {{"crd", options_.crd_name},
-       {"storageVersion", before->storage_version},
+       {"storageVersion", before->storage_version()},
        {"storedVersions", joined(before->stored_versions)}});
 
   // Listed after the CRD named its storage version: every object written from now on is stored in it.
@@ -158,10 +151,10 @@ kube::Result<std::optional<MigrationReport>> StorageVersionMigrator::migrate(con
   if (!reread) return std::move(reread).error();
   auto after = read_crd_storage(*reread);
   if (!after) return std::move(after).error();
-  if (after->storage_version != before->storage_version)
+  if (after->storage_version() != before->storage_version())
     return kube::make_error(kube::Reason::Conflict, "the CRD's storage version changed from " +
-                                                        before->storage_version + " to " +
-                                                        after->storage_version + " during the migration");
+                                                        before->storage_version() + " to " +
+                                                        after->storage_version() + " during the migration");
   if (needs_migration(*after)) {
     kube::PatchOptions patch;
     patch.field_manager = options_.field_manager;
@@ -174,7 +167,7 @@ kube::Result<std::optional<MigrationReport>> StorageVersionMigrator::migrate(con
       std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started);
   log(spdlog::level::info, "Migrated stored objects to the storage version",
       {{"crd", options_.crd_name},
-       {"storedVersions", after->storage_version},
+       {"storedVersions", after->storage_version()},
        {"trimmedFrom", joined(report.trimmed_from)},
        {"objects", std::to_string(report.objects)},
        {"rewritten", std::to_string(report.rewritten)},

@@ -42,8 +42,10 @@ struct CrdStorage {
   std::string name;                          // metadata.name, e.g. "myresources.myorg.io"
   std::string resource_version;              // metadata.resourceVersion
   kube::ResourceType type;                   // the objects, addressed in the storage version
-  std::string storage_version;               // the version with storage: true
   std::vector<std::string> stored_versions;  // status.storedVersions
+
+  // The version with storage: true.
+  const std::string& storage_version() const { return type.version; }
 };
 
 // Reads a CRD object; an error names what is missing (no storage version, no group or plural).

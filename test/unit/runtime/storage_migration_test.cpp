@@ -30,7 +30,7 @@ TEST_CASE("storage migration reads the storage version and storedVersions of a C
   REQUIRE(crd);
   CHECK(crd->name == "myresources.myorg.io");
   CHECK(crd->resource_version == "812");
-  CHECK(crd->storage_version == "v1beta1");
+  CHECK(crd->storage_version() == "v1beta1");
   CHECK(crd->stored_versions == std::vector<std::string>{"v1alpha1", "v1beta1"});
   // The objects are listed and written in the storage version.
   CHECK(crd->type.api_version() == "myorg.io/v1beta1");
@@ -43,7 +43,7 @@ TEST_CASE("storage migration reads the storage version and storedVersions of a C
     CHECK_FALSE(needs_migration(*crd));
   }
   SECTION("a rollback: the old version stores again, the new one is left in storedVersions") {
-    crd->storage_version = "v1alpha1";
+    crd->type.version = "v1alpha1";
     CHECK(needs_migration(*crd));
   }
   SECTION("a cluster-scoped CRD") {
