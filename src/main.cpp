@@ -41,7 +41,7 @@ int run(int argc, char** argv) {
   controller.max_concurrent_reconciles = options.max_concurrent_reconciles;
   controller.orphan_sweep_period = options.orphan_sweep_period;
   controller.version = myop::kVersion;
-  myop::myresource::add_myresource_controller(*manager.value(), controller);
+  if (!options.webhook_only) myop::myresource::add_myresource_controller(*manager.value(), controller);
 
   const int exit_code = manager.value()->run(stop.get_token());
   myop::app::finish_tracing(*manager.value());

@@ -127,7 +127,12 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
       options.health_probe_bind_address,
       options.otlp_endpoint.empty() ? "(tracing off)" : options.otlp_endpoint, options.trace_sampling_ratio);
 
-  if (auto problem = myresource::preflight(*client, options.namespaces)) return failure(*problem);
+  if (options.webhook_only) {
+    spdlog::info("webhook only: serving the conversion webhook on {} and the probes, no controller",
+                 options.webhook_bind_address);
+  } else {
+    if (auto problem = myresource::preflight(*client, options.namespaces)) return failure(*problem);
+  }
 
   const std::string identity = host_name();
   runtime::ManagerOptions manager;
@@ -196,7 +201,7 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
     manager.sharding = sharding;
   }
   auto built = std::make_unique<runtime::Manager>(std::move(manager));
-  if (options.migrate_storage && options.namespaces.empty()) {
+  if (options.migrate_storage && options.namespaces.empty() && !options.webhook_only) {
     runtime::StorageVersionMigratorOptions migration;
     migration.client = client;
     migration.crd_name = std::string(myresource::kCrdName);

@@ -122,6 +122,9 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       "No-op writes per second of the storage version migration");
   add("webhook-bind-address", options.webhook_bind_address,
       "Address the conversion webhook (HTTPS, POST /convert) binds to, e.g. :9443; 0 disables it");
+  add_flag("webhook-only", options.webhook_only,
+           "Serve only the conversion webhook and the health probes: no controller, leader election or "
+           "storage migration (needs --webhook-bind-address)");
   add("webhook-cert-dir", options.webhook_cert_dir,
       "Folder of the webhook's tls.crt and tls.key (cert-manager), reloaded when they change; empty: the "
       "operator manages a CA and the certificate in --webhook-secret and the CRDs' caBundle");
@@ -196,6 +199,12 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
     if (options.webhook_cert_validity > options.webhook_ca_validity)
       throw CLI::ValidationError("--webhook-cert-validity",
                                  "must not be longer than --webhook-ca-validity (the CA signs it)");
+    if (options.webhook_only && (options.webhook_bind_address.empty() || options.webhook_bind_address == "0"))
+      throw CLI::ValidationError("--webhook-only",
+                                 "needs --webhook-bind-address (the webhook is all it serves)");
+    if (options.webhook_only && (options.leader_elect || options.sharding))
+      throw CLI::ValidationError("--webhook-only",
+                                 "runs no controller: --leader-elect and --sharding do not apply");
     options.webhook_cert_names = split_namespaces(options.webhook_cert_names_flag);
     options.webhook_crds = split_namespaces(options.webhook_crds_flag);
     if (options.watch_stall_timeout < std::chrono::seconds(65)) {

@@ -42,6 +42,9 @@ struct Options {
   // serving certificate for <webhook_service>.<namespace>.svc[.cluster.local] and webhook_cert_names,
   // renewed at a third of their validity, the CA put in the caBundle of webhook_crds.
   std::string webhook_bind_address = "0";
+  // Serve only the conversion webhook and the health probes: no controller, no leader election, no
+  // storage migration, no MyResource access (a webhook Deployment of its own, or a test control plane's).
+  bool webhook_only = false;
   std::string webhook_cert_dir;
   std::string webhook_secret = "my-operator-webhook-cert";
   std::string webhook_service = "my-operator-webhook";

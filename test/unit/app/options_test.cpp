@@ -94,3 +94,17 @@ TEST_CASE("storage migration flags: on by default at 20 writes a second, off wit
   CHECK(std::get<int>(parse({"--storage-migration-qps", "0"})) != 0);
   CHECK(std::get<int>(parse({"--migrate-storage", "perhaps"})) != 0);
 }
+
+TEST_CASE("webhook only: off by default, needs the webhook's address, refuses leader election and sharding",
+          "[app][options][webhook]") {
+  const auto defaults = parse({});
+  REQUIRE(std::holds_alternative<Options>(defaults));
+  CHECK_FALSE(std::get<Options>(defaults).webhook_only);
+  const auto only = parse({"--webhook-only", "--webhook-bind-address", "127.0.0.1:9443"});
+  REQUIRE(std::holds_alternative<Options>(only));
+  CHECK(std::get<Options>(only).webhook_only);
+  CHECK(std::get<int>(parse({"--webhook-only"})) != 0);
+  CHECK(std::get<int>(parse({"--webhook-only", "--webhook-bind-address", "0"})) != 0);
+  CHECK(std::get<int>(parse({"--webhook-only", "--webhook-bind-address", ":9443", "--leader-elect"})) != 0);
+  CHECK(std::get<int>(parse({"--webhook-only", "--webhook-bind-address", ":9443", "--sharding"})) != 0);
+}
