@@ -43,17 +43,22 @@ else
 fi
 kubectl=(kubectl --kubeconfig "$admin_kubeconfig")
 
+# The operator runs here, so the CRD's conversion webhook is its loopback port (webhook.url); it
+# makes its CA and puts it into the CRD's caBundle itself, as it does in a cluster.
+webhook_port=$(free_port)
 helm=$("$repo/hack/build-tools.sh" --print-bin-dir helm)/helm
 echo "demo: installing the chart (CRD, RBAC, feature flags) into $namespace"
 "$helm" --kubeconfig "$admin_kubeconfig" upgrade --install my-operator "$repo/charts/my-operator" \
   --namespace "$namespace" --create-namespace --set replicaCount=0 --set podDisruptionBudget.enabled=false \
-  --wait --timeout 2m >/dev/null
+  --set webhook.url="https://127.0.0.1:$webhook_port/convert" --wait --timeout 2m >/dev/null
 "${kubectl[@]}" wait --for=condition=Established crd/myresources.myorg.io --timeout=60s >/dev/null
 
 [ -f "$demo/operator.pid" ] && stop_operator "$(cat "$demo/operator.pid")"
 write_service_account_kubeconfig "$admin_kubeconfig" "$namespace" my-operator "$demo/operator.kubeconfig"
 echo "demo: starting my-operator (log: $demo/operator.log)"
-start_operator "$binary" "$demo/operator.kubeconfig" "$namespace" "$demo/operator.log"
+start_operator "$binary" "$demo/operator.kubeconfig" "$namespace" "$demo/operator.log" \
+  --webhook-bind-address "127.0.0.1:$webhook_port" --webhook-cert-names 127.0.0.1 \
+  --webhook-secret my-operator-webhook-cert
 echo "$OPERATOR_PID" > "$demo/operator.pid"
 
 echo "demo: applying config/samples/myorg.io_v1alpha1_myresource.yaml to namespace default"

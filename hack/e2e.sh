@@ -23,7 +23,8 @@ release=my-operator
 # The CRD and its admission policy with kubectl (other tests of the run install the same CRD
 # with kubectl, and Helm refuses to adopt what it did not create); everything else with the
 # chart, as a user would. replicaCount=0: the operator runs here, not in a kwok pod.
-"${kubectl[@]}" apply --server-side --force-conflicts -f "$repo/config/crd/myorg.io_myresources.yaml" \
+# The CRD is config/crd's with the fixture's conversion webhook (hack/test-fixture.sh).
+"${kubectl[@]}" apply --server-side --force-conflicts -f "$state/webhook/myorg.io_myresources.yaml" \
   -f "$repo/config/crd/myresources-annotations-policy.yaml" >/dev/null
 "${kubectl[@]}" wait --for=condition=Established crd/myresources.myorg.io --timeout=60s >/dev/null
 "${helm[@]}" uninstall "$release" -n "$namespace" --wait >/dev/null 2>&1 || true
@@ -39,6 +40,8 @@ import json, sys
 for arg in json.load(sys.stdin):
     if arg.startswith("--webhook-bind-address"):
         print("--webhook-bind-address=127.0.0.1:0")  # the chart serves the webhook: here on loopback
+        # The CRD names the fixture's webhook: its caBundle is the fixture's CA, not ours.
+        print("--webhook-crds=")
     elif not arg.startswith(("--metrics-bind-address", "--health-probe-bind-address", "--log-format")) \
             and arg != "--leader-elect":
         print(arg)')

@@ -112,7 +112,7 @@ TEST_CASE("a canary starts next to the stable Deployment, then is promoted or re
 
   SECTION("removal: removing the annotations deletes the canary and its condition") {
     const std::string stable_generation = jsonpath("deployment", ns.name(), "shop", "{.metadata.generation}");
-    testenv::kubectl_or_fail("annotate myresource shop -n " + ns.name() +
+    testenv::kubectl_or_fail("annotate myresources.v1alpha1.myorg.io shop -n " + ns.name() +
                              " myorg.io/canary- myorg.io/targetVersion-");
     REQUIRE(eventually([&] { return deployment_gone(ns.name(), "shop-canary"); }, 60s));
     REQUIRE(eventually(
@@ -157,7 +157,7 @@ TEST_CASE(
   // No node takes new pods: the stable pods keep running, the canary's stay Pending.
   CordonedNodes cordoned;
   const std::size_t mark = audit_mark();
-  testenv::kubectl_or_fail("annotate myresource web -n " + ns.name() +
+  testenv::kubectl_or_fail("annotate myresources.v1alpha1.myorg.io web -n " + ns.name() +
                            " myorg.io/canary=true myorg.io/targetVersion=1.28.0");
 
   REQUIRE(eventually([&] { return condition_reason(ns.name(), "web", "Canary") == "CanaryRunning"; }, 60s));

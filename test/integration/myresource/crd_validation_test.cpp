@@ -11,14 +11,7 @@ using namespace myop::testenv;
 
 namespace {
 
-const std::string kCrd = std::string(MYOP_SOURCE_DIR) + "/config/crd/myorg.io_myresources.yaml";
-const std::string kPolicy = std::string(MYOP_SOURCE_DIR) + "/config/crd/myresources-annotations-policy.yaml";
-
-void install_crd() {
-  kubectl_or_fail("apply --server-side --force-conflicts -f " + kCrd);
-  kubectl_or_fail("wait --for condition=Established --timeout=60s crd/myresources.myorg.io");
-  kubectl_or_fail("apply --server-side --force-conflicts -f " + kPolicy);
-}
+void install_crd() { apply_crd(); }
 
 std::string manifest(const std::string& spec, const std::string& annotations = "{}",
                      const std::string& name = "sample") {

@@ -91,7 +91,8 @@ TEST_CASE("the myorg.io/features annotation wins over the feature ConfigMap for 
 
   // The other way round: the ConfigMap allows canaries, "plain" now says no for itself, and a
   // third object without an override shows that the ConfigMap change has been seen.
-  testenv::kubectl_or_fail("annotate myresource plain -n " + ns.name() + " myorg.io/features=canary=false");
+  testenv::kubectl_or_fail("annotate myresources.v1alpha1.myorg.io plain -n " + ns.name() +
+                           " myorg.io/features=canary=false");
   testenv::kubectl_apply(
       myresource_manifest(ns.name(), "follower", "nginx:1.27.1", 1, "", canary_annotations("1.28.0")));
   REQUIRE(eventually([&] { return canary_is(ns.name(), "follower", "CanaryDisabled"); }, 60s));
@@ -104,7 +105,8 @@ TEST_CASE("the myorg.io/features annotation wins over the feature ConfigMap for 
   CHECK(canary_is(ns.name(), "override", "CanaryRunning"));
 
   // Without its override, "plain" follows the ConfigMap again.
-  testenv::kubectl_or_fail("annotate myresource plain -n " + ns.name() + " myorg.io/features-");
+  testenv::kubectl_or_fail("annotate myresources.v1alpha1.myorg.io plain -n " + ns.name() +
+                           " myorg.io/features-");
   CHECK(eventually([&] { return deployment_exists(ns.name(), "plain-canary"); }, 60s));
   CHECK(eventually([&] { return canary_is(ns.name(), "plain", "CanaryRunning"); }, 30s));
 }

@@ -55,10 +55,7 @@ void install_prerequisites() {
   static bool installed = false;
   if (installed) return;
   const std::string config = testenv::source_dir() + "/config";
-  testenv::kubectl_or_fail("apply --server-side --force-conflicts -f " + config +
-                           "/crd/myorg.io_myresources.yaml -f " + config +
-                           "/crd/myresources-annotations-policy.yaml");
-  testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
+  testenv::apply_crd();
   const auto applied =
       testenv::kubectl_apply(replaced(read_file(config + "/rbac/role.yaml"), "name: my-operator-manager",
                                       std::string("name: ") + kManagerRole));
@@ -67,6 +64,18 @@ void install_prerequisites() {
 }
 
 }  // namespace
+
+std::map<std::string, std::size_t> stored_api_versions(const std::string& namespace_) {
+  std::map<std::string, std::size_t> counts;
+  static const std::string kField = "\"apiVersion\":\"";
+  for (const auto& [key, value] : testenv::etcd_values("/registry/myorg.io/myresources/" + namespace_ + "/")) {
+    const auto at = value.find(kField);
+    const auto end = at == std::string::npos ? at : value.find('"', at + kField.size());
+    ++counts[end == std::string::npos ? "(no apiVersion) " + key
+                                      : value.substr(at + kField.size(), end - at - kField.size())];
+  }
+  return counts;
+}
 
 unsigned short free_port() {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -107,6 +108,10 @@ std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark 
 // excepted: those are the operator's report and heartbeat, not changes to the cluster.
 std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark = 0);
 std::string describe(const std::vector<AuditEntry>& entries);
+
+// How many MyResources of `namespace_` etcd holds in each apiVersion (what the API server stored them
+// as), e.g. {"myorg.io/v1beta1": 500}. Needs the fixture's control plane.
+std::map<std::string, std::size_t> stored_api_versions(const std::string& namespace_);
 
 // A 127.0.0.1 port nobody listens on now (bound to port 0, then released).
 unsigned short free_port();

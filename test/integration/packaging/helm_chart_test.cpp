@@ -458,14 +458,27 @@ TEST_CASE(
     CHECK((*issued)["spec"]["issuerRef"]["kind"].as<std::string>() == "ClusterIssuer");
     CHECK((*issued)["spec"]["issuerRef"]["name"].as<std::string>() == "internal-ca");
   }
-  SECTION("webhook.enabled=false: no Service, no flag, no port, no RBAC") {
-    const auto objects = yaml_documents(helm_template("-n my-operator-system --set webhook.enabled=false"));
+  SECTION("webhook.enabled=false: no Service, no flag, no port, no RBAC; the CRD calls webhook.url") {
+    const auto objects = yaml_documents(helm_template(
+        "-n my-operator-system --set webhook.enabled=false --set webhook.url=https://webhook.example:9443/convert"));
+    const auto crd = find_object(objects, "CustomResourceDefinition", "myresources.myorg.io");
+    REQUIRE(crd);
+    const YAML::Node client_config = (*crd)["spec"]["conversion"]["webhook"]["clientConfig"];
+    CHECK(client_config["url"].as<std::string>("") == "https://webhook.example:9443/convert");
+    CHECK_FALSE(client_config["service"]);
     CHECK_FALSE(find_object(objects, "Service", "my-operator-webhook"));
     for (const auto& arg : args_of(objects)) CHECK(arg.rfind("--webhook", 0) == std::string::npos);
     CHECK_FALSE(has_port(objects, "webhook", 9443));
     CHECK(policy_ports(objects).count(9443) == 0);
     CHECK_FALSE(find_object(objects, "ClusterRole", "my-operator-webhook"));
     CHECK_FALSE(find_object(objects, "Role", "my-operator-webhook-secret"));
+  }
+  SECTION("webhook.enabled=false without webhook.url is refused: v1alpha1 needs a webhook") {
+    const auto refused = testenv::run(helm_binary() + " template t " + shell_quote(chart_folder()) +
+                                      " --set webhook.enabled=false");
+    INFO(refused.output);
+    CHECK_FALSE(refused.ok());
+    CHECK(refused.output.find("needs webhook.url") != std::string::npos);
   }
   SECTION("an issuerRef without a name is refused") {
     const auto refused = testenv::run(helm_binary() + " lint --strict " + shell_quote(chart_folder()) +
@@ -483,6 +496,28 @@ TEST_CASE("packaging: the rendered CRD is config/crd's, marked keep", "[packagin
   CHECK(same_yaml(crds[0]["spec"], source["spec"]));
   CHECK(same_yaml(crds[0]["metadata"]["labels"], source["metadata"]["labels"]));
   CHECK(crds[0]["metadata"]["annotations"]["helm.sh/resource-policy"].as<std::string>("") == "keep");
+
+  // The conversion webhook is the release's Service, or webhook.url with webhook.caBundle.
+  const auto elsewhere =
+      yaml_documents(helm_template("-n team-ops --show-only templates/crds.yaml --set fullnameOverride=ops"));
+  const YAML::Node service = objects_of_kind(
+      elsewhere, "CustomResourceDefinition")[0]["spec"]["conversion"]["webhook"]["clientConfig"]["service"];
+  CHECK(service["namespace"].as<std::string>("") == "team-ops");
+  CHECK(service["name"].as<std::string>("") == "ops-webhook");
+  CHECK(service["path"].as<std::string>("") == "/convert");
+  CHECK(service["port"].as<int>(0) == 443);
+  const auto by_url = yaml_documents(
+      helm_template("-n my-operator-system --show-only templates/crds.yaml --set "
+                    "webhook.url=https://127.0.0.1:9443/convert --set webhook.caBundle=Q0EK"));
+  const YAML::Node client_config =
+      objects_of_kind(by_url, "CustomResourceDefinition")[0]["spec"]["conversion"]["webhook"]["clientConfig"];
+  CHECK(client_config["url"].as<std::string>("") == "https://127.0.0.1:9443/convert");
+  CHECK(client_config["caBundle"].as<std::string>("") == "Q0EK");
+  CHECK_FALSE(client_config["service"]);
+  const auto refused = testenv::run(helm_binary() + " template t " + shell_quote(chart_folder()) +
+                                    " --set webhook.url=http://insecure.example/convert");
+  INFO(refused.output);
+  CHECK_FALSE(refused.ok());
 
   const auto not_kept = yaml_documents(
       helm_template("-n my-operator-system --show-only templates/crds.yaml --set crds.keep=false"));

@@ -36,9 +36,7 @@ TEST_CASE("packaging: the installed chart's RBAC is exactly what the operator, t
       " --set tenants[0].group=" + tenant + "-developers";
   // The release leaves the CRD out (crds.install=false); kubectl needs it to resolve the
   // myresources resource it asks about.
-  testenv::kubectl_or_fail("apply --server-side --force-conflicts -f " + testenv::source_dir() +
-                           "/config/crd/myorg.io_myresources.yaml");
-  testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
+  testenv::apply_crd();
   ReleaseGuard guard(release, ns, {tenant});
   {
     const auto installed =

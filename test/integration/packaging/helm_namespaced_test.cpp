@@ -70,9 +70,7 @@ TEST_CASE("packaging: with watchNamespaces the chart grants Roles only, and the 
   const std::string account = release + "-my-operator";
   const std::string user = "system:serviceaccount:" + ns + ":" + account;
 
-  testenv::kubectl_or_fail("apply --server-side --force-conflicts -f " + testenv::source_dir() +
-                           "/config/crd/myorg.io_myresources.yaml");
-  testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
+  testenv::apply_crd();
   ReleaseGuard guard(release, ns);
   {
     const auto installed =

@@ -3,6 +3,8 @@
 #include <rapidjson/document.h>
 #include <catch2/catch.hpp>
 
+#include "base/base64.h"
+
 #include <sys/wait.h>
 #include <array>
 #include <atomic>
@@ -135,6 +137,31 @@ std::string state_dir() {
 }
 
 std::string ca_path() { return state_dir() + "/pki/ca.crt"; }
+
+std::string crd_manifest() {
+  const std::string path = testenv_state() + "/webhook/myorg.io_myresources.yaml";
+  if (testenv_state().empty() || !std::ifstream(path))
+    FAIL("no " << path << ": hack/test-fixture.sh up writes it (MYOP_TESTENV_STATE names its state)");
+  return path;
+}
+
+std::string webhook_url() {
+  crd_manifest();
+  return read_first_line(testenv_state() + "/webhook/url");
+}
+
+std::string webhook_ca_bundle() {
+  crd_manifest();
+  std::ifstream file(testenv_state() + "/webhook/ca.crt");
+  const std::string pem{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  return base::encode_base64(pem);
+}
+
+void apply_crd() {
+  kubectl_or_fail("apply --server-side --force-conflicts -f " + quote(crd_manifest()) + " -f " +
+                  quote(source_dir() + "/config/crd/myresources-annotations-policy.yaml"));
+  kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
+}
 
 std::string server_url() {
   return trim(kubectl_or_fail("config view --minify -o jsonpath='{.clusters[0].cluster.server}'"));

@@ -53,6 +53,19 @@ std::string state_dir();
 // The cluster CA certificate file (requires owns_control_plane()).
 std::string ca_path();
 
+// The MyResource CRD this run applies: config/crd's with its conversion webhook's clientConfig set to
+// the fixture's webhook (`my-operator --webhook-only` on loopback, with url and caBundle; see
+// hack/test-fixture.sh). Re-applying config/crd's own file would point the API server at a Service it
+// cannot reach. FAILs when the fixture did not write it.
+std::string crd_manifest();
+// `kubectl apply --server-side --force-conflicts` of crd_manifest() and the annotations policy, then
+// waits until the CRD is Established; FAILs on error.
+void apply_crd();
+// The fixture's webhook: its URL and its CA (base64 PEM), e.g. for the chart's webhook.url and
+// webhook.caBundle.
+std::string webhook_url();
+std::string webhook_ca_bundle();
+
 // The API server URL, e.g. https://127.0.0.1:34567 (from the kubeconfig).
 std::string server_url();
 
