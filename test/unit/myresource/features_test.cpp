@@ -119,3 +119,14 @@ TEST_CASE("a changed ConfigMap: a bad value keeps the last good one, an absent k
   // No ConfigMap at all: every flag at its default, whatever came before.
   CHECK(features_from_changed_config_map(nullptr, previous).features == Features{});
 }
+
+TEST_CASE("spec.features overrides set only the flags they name", "[myresource][features]") {
+  Features base{false, false, OrphanPolicy::Delete};
+  CHECK(with_overrides(base, FeatureOverrides{}) == base);
+  FeatureOverrides overrides;
+  overrides.canary = true;
+  CHECK(with_overrides(base, overrides) == Features{true, false, OrphanPolicy::Delete});
+  overrides.orphan_sweep = true;
+  overrides.orphan_policy = OrphanPolicy::Report;
+  CHECK(with_overrides(base, overrides) == Features{});
+}
