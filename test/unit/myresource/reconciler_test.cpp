@@ -492,6 +492,62 @@ TEST_CASE("a status write that fails during deletion fails the reconcile", "[myr
   CHECK_FALSE(fixture.resource().metadata.has_finalizer(kFinalizer));
 }
 
+namespace {
+
+// The controller owner reference of the stored Deployment `name`, edited as an older release or
+// someone else would have written it.
+void set_owner_reference(FakeCluster& cluster, const std::string& name, const std::string& api_version,
+                         const std::string& uid) {
+  cluster.edit_deployment(name, [&](Object& deployment) {
+    JsonValue& owner = deployment.json()["metadata"]["ownerReferences"][0];
+    deployment.set_string_member(owner, "apiVersion", api_version);
+    deployment.set_string_member(owner, "uid", uid);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("Deployments whose ownerReference names myorg.io/v1alpha1 are ours and are not rewritten",
+          "[myresource][reconciler]") {
+  Fixture fixture(R"({"image":"reg:5000/app:1.0","replicas":2})",
+                  R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.1"})");
+  fixture.reconcile();
+  REQUIRE(fixture.cluster->deployments.size() == 2);
+  CHECK(fixture.cluster->deployments.at("web")->view().controller_owner()->api_version == "myorg.io/v1beta1");
+  fixture.cluster->roll_out("web", 2);
+  fixture.cluster->roll_out("web-canary", 1);
+  fixture.reconcile();
+  // As the previous release wrote them: otherwise exactly the desired state.
+  set_owner_reference(*fixture.cluster, "web", "myorg.io/v1alpha1", "mr-1");
+  set_owner_reference(*fixture.cluster, "web-canary", "myorg.io/v1alpha1", "mr-1");
+  const int writes = fixture.cluster->writes();
+  fixture.reconcile();
+  fixture.reconcile();
+  CHECK(fixture.cluster->writes() == writes);
+  CHECK(fixture.condition("Ready").status == ConditionStatus::True);
+  CHECK(fixture.condition("Canary").reason == "CanaryRunning");
+
+  // Still ours when it goes: the canary is removed with its v1alpha1 reference.
+  fixture.cluster->edit_myresource("web", [](Object& object) { object.erase_annotation("myorg.io/canary"); });
+  fixture.reconcile();
+  CHECK(fixture.cluster->deployments.count("web-canary") == 0);
+  CHECK(fixture.cluster->deployment_applies == 2);
+}
+
+TEST_CASE("a Deployment controlled by another uid is not ours, whatever the version",
+          "[myresource][reconciler]") {
+  const std::string version = GENERATE(as<std::string>{}, "myorg.io/v1alpha1", "myorg.io/v1beta1");
+  CAPTURE(version);
+  Fixture fixture;
+  fixture.reconcile();
+  set_owner_reference(*fixture.cluster, "web", version, "mr-0");
+  const int applies = fixture.cluster->deployment_applies;
+  CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::error);
+  CHECK(fixture.cluster->deployment_applies == applies);
+  CHECK(fixture.condition("Degraded").reason == "ReconcileError");
+  CHECK_THAT(fixture.condition("Degraded").message, Catch::Contains("not controlled by this MyResource"));
+}
+
 TEST_CASE("a v1beta1 MyResource runs as the same object written as v1alpha1 does",
           "[myresource][reconciler]") {
   Fixture alpha(
