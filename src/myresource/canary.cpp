@@ -24,7 +24,8 @@ void announce(CanaryDecision& decision, const MyResource& resource, std::string_
   if (!decision.condition) {
     if (previous != nullptr) {
       decision.event = CanaryEvent{"Normal", "CanaryRemoved",
-                                   "annotation myorg.io/canary removed: canary Deployment " +
+                                   "spec.canary.enabled is not true (v1alpha1: annotation myorg.io/canary "
+                                   "removed): canary Deployment " +
                                        deployment_name(resource.metadata.name, Track::Canary) + " removed"};
     }
     return;
@@ -68,8 +69,8 @@ std::string_view to_string(CanaryPhase phase) {
 CanaryDecision decide_canary(const MyResource& resource, const Features& features,
                              const std::optional<DeploymentState>& canary, WallTime now) {
   const std::string canary_name = deployment_name(resource.metadata.name, Track::Canary);
-  std::optional<std::string_view> requested = resource.metadata.annotation(kCanaryAnnotation);
-  if (!requested || *requested != "true") {
+  const CanarySettings& settings = resource.spec.canary;
+  if (!settings.enabled) {
     CanaryDecision decision = without_canary(CanaryPhase::NotRequested, canary);
     announce(decision, resource, "Normal");
     return decision;
@@ -79,26 +80,29 @@ CanaryDecision decide_canary(const MyResource& resource, const Features& feature
     CanaryDecision decision = without_canary(CanaryPhase::Disabled, canary);
     decision.condition = canary_condition(resource, ConditionStatus::False, reason::kCanaryDisabled,
                                           "the canary feature is switched off (key canary in the operator's "
-                                          "feature ConfigMap, or canary=false in "
-                                          "annotation myorg.io/features); no canary runs");
+                                          "feature ConfigMap, or canary: false in spec.features, "
+                                          "v1alpha1: canary=false in annotation myorg.io/features); "
+                                          "no canary runs");
     announce(decision, resource, "Warning");
     return decision;
   }
 
-  std::optional<std::string_view> target = resource.metadata.annotation(kTargetVersionAnnotation);
+  const std::string& target = settings.target_version;
   std::string target_problem;
-  if (!target || target->empty()) {
+  if (target.empty()) {
     target_problem =
-        "annotation myorg.io/canary is \"true\" but myorg.io/targetVersion is missing: set it to "
-        "the tag the canary should run";
-  } else if (!is_valid_tag(*target)) {
+        "spec.canary.enabled is true but spec.canary.targetVersion is missing (v1alpha1: annotation "
+        "myorg.io/canary is \"true\" but myorg.io/targetVersion is missing): set it to the tag the "
+        "canary should run";
+  } else if (!is_valid_tag(target)) {
     target_problem =
-        "annotation myorg.io/targetVersion \"" + std::string(*target) +
+        "spec.canary.targetVersion (v1alpha1: annotation myorg.io/targetVersion) \"" + target +
         "\" is not a valid image tag: use 1 to 128 letters, digits, '_', '.' or '-', not starting "
         "with '.' or '-' (e.g. 1.8.0)";
-  } else if (*target == "latest") {
+  } else if (target == "latest") {
     target_problem =
-        "annotation myorg.io/targetVersion must not be \"latest\": a canary needs an immutable tag";
+        "spec.canary.targetVersion (v1alpha1: annotation myorg.io/targetVersion) must not be "
+        "\"latest\": a canary needs an immutable tag";
   }
   std::optional<ImageReference> stable = parse_image_reference(resource.spec.image);
   if (target_problem.empty() && !stable) {
@@ -112,17 +116,16 @@ CanaryDecision decide_canary(const MyResource& resource, const Features& feature
     return decision;
   }
 
-  if (stable->tag == *target) {
+  if (stable->tag == target) {
     CanaryDecision decision = without_canary(CanaryPhase::Promoted, canary);
     decision.condition = canary_condition(resource, ConditionStatus::False, reason::kCanaryPromoted,
-                                          "spec.image reached the target version " + std::string(*target) +
+                                          "spec.image reached the target version " + target +
                                               ": the stable Deployment runs it and the canary is removed");
     announce(decision, resource, "Normal");
     return decision;
   }
 
-  const std::string image = with_tag(*stable, *target);
-  const CanarySettings& settings = resource.spec.canary;
+  const std::string image = with_tag(*stable, target);
   const bool same_image = canary && canary->image == image;
 
   // The clock starts when a canary with this image is first planned and is kept on the canary
@@ -163,8 +166,9 @@ CanaryDecision decide_canary(const MyResource& resource, const Features& feature
                          "canary " + canary_name + " (" + image + ") was not Available within " +
                              std::to_string(settings.progress_deadline_seconds) +
                              "s: scaled to 0, stable Deployment untouched; set another "
-                             "myorg.io/targetVersion to retry or remove "
-                             "myorg.io/canary");
+                             "spec.canary.targetVersion (v1alpha1: annotation myorg.io/targetVersion) "
+                             "to retry, or spec.canary.enabled to false (v1alpha1: remove annotation "
+                             "myorg.io/canary)");
     announce(decision, resource, "Warning");
     return decision;
   }

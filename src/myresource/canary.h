@@ -1,7 +1,10 @@
 // Canary decisions (docs/design.md "Canary") as one pure function of the MyResource, the effective
 // feature flags, the live canary Deployment and the time.
 //
-// Steps: annotation myorg.io/canary "true" plus myorg.io/targetVersion run "<name>-canary" with the
+// It reads the typed v1beta1 fields only (types.h; v1alpha1 objects are converted when parsed).
+//
+// Steps: spec.canary.enabled plus spec.canary.targetVersion (v1alpha1: annotation myorg.io/canary
+// "true" plus myorg.io/targetVersion) run "<name>-canary" with the
 // image's repository at that tag (Canary=True/CanaryRunning). When spec.image reaches the target the
 // canary is deleted (Canary=False/CanaryPromoted). A canary not Available within
 // spec.canary.progressDeadlineSeconds is scaled to 0 and kept so the failure stays visible, the stable
@@ -9,7 +12,8 @@
 // target changes. "Not Available" is either the canary Deployment's own ProgressDeadlineExceeded
 // (its deadline is set to ours, and restarts with each rollout) or, as a backstop, no replica
 // available once our clock (started when this image was first planned) passes the deadline.
-// Removing the annotation deletes the canary and the condition.
+// spec.canary.enabled false or absent (v1alpha1: removing the annotation) deletes the canary and the
+// condition.
 //
 // The caller does not call this while spec.paused or while the MyResource is being deleted.
 #pragma once
@@ -27,9 +31,9 @@
 namespace myop::myresource {
 
 enum class CanaryPhase {
-  NotRequested,   // no annotation (or not "true")
+  NotRequested,   // spec.canary.enabled not true (v1alpha1: no annotation, or not "true")
   Disabled,       // requested, but the canary feature flag is off
-  InvalidTarget,  // requested with a missing or invalid myorg.io/targetVersion
+  InvalidTarget,  // requested with a missing or invalid spec.canary.targetVersion
   Running,        // the canary runs (or is starting)
   Promoted,       // spec.image carries the target tag
   Failed,         // not Available within the deadline: scaled to 0

@@ -54,6 +54,14 @@ std::string_view to_string(OrphanPolicy policy) {
   return policy == OrphanPolicy::Delete ? "delete" : "report";
 }
 
+Features with_overrides(const Features& base, const FeatureOverrides& overrides) {
+  Features features = base;
+  if (overrides.canary) features.canary = *overrides.canary;
+  if (overrides.orphan_sweep) features.orphan_sweep = *overrides.orphan_sweep;
+  if (overrides.orphan_policy) features.orphan_policy = *overrides.orphan_policy;
+  return features;
+}
+
 ParsedFeatures features_from_config_map(const std::map<std::string, std::string, std::less<>>& data,
                                         const Features& defaults) {
   ParsedFeatures parsed{defaults, {}};
@@ -94,7 +102,7 @@ ParsedFeatures features_from_changed_config_map(const kube::JsonValue* config_ma
 
 ParsedFeatures apply_feature_overrides(const Features& base, std::string_view annotation_value) {
   ParsedFeatures parsed{base, {}};
-  constexpr std::string_view source = "annotation myorg.io/features";
+  constexpr std::string_view source = "spec.features (v1alpha1: annotation myorg.io/features)";
   std::string_view rest = annotation_value;
   while (!base::trim(rest).empty()) {
     std::size_t comma = rest.find(',');

@@ -1,11 +1,13 @@
 // Feature flags: the operator-wide switches of the ConfigMap (`--config-map`), and the per-object
-// overrides of the `myorg.io/features` annotation ("orphanSweep=false,canary=true").
+// overrides of v1beta1 `spec.features` (v1alpha1: the `myorg.io/features` annotation,
+// "orphanSweep=false,canary=true").
 //
 // A bad value never stops the operator: the flag keeps its previous (or default) value and the error
 // says which key, which value, and what would be accepted, so it can be logged and shown as an event.
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,7 +23,7 @@ enum class OrphanPolicy {
 
 std::string_view to_string(OrphanPolicy policy);
 
-// ConfigMap keys and annotation keys (the same names in both places).
+// ConfigMap keys, spec.features members and annotation keys (the same names in all places).
 inline constexpr std::string_view kCanaryFeature = "canary";
 inline constexpr std::string_view kOrphanSweepFeature = "orphanSweep";
 inline constexpr std::string_view kOrphanPolicyFeature = "orphanPolicy";
@@ -35,6 +37,18 @@ struct Features {
 
   bool operator==(const Features&) const = default;
 };
+
+// One object's overrides (v1beta1 spec.features): a flag that is not set keeps the operator's value.
+struct FeatureOverrides {
+  std::optional<bool> canary;
+  std::optional<bool> orphan_sweep;
+  std::optional<OrphanPolicy> orphan_policy;
+
+  bool operator==(const FeatureOverrides&) const = default;
+};
+
+// `base` with the flags `overrides` sets.
+Features with_overrides(const Features& base, const FeatureOverrides& overrides);
 
 struct ParsedFeatures {
   Features features;
@@ -58,8 +72,9 @@ ParsedFeatures features_from_config_map_object(const kube::JsonValue* config_map
 // last good one), so a typo such as `canary: "flase"` changes nothing while it is fixed.
 ParsedFeatures features_from_changed_config_map(const kube::JsonValue* config_map, const Features& previous);
 
-// Applies the `myorg.io/features` annotation value ("name=value,name=value") on top of `base`.
-// An empty value changes nothing.
+// Applies the v1alpha1 `myorg.io/features` annotation value ("name=value,name=value") on top of
+// `base`. An empty value changes nothing. The reconciler reads spec.features (FeatureOverrides);
+// this is for the errors of a v1alpha1 text (InvalidFeatureOverride events).
 ParsedFeatures apply_feature_overrides(const Features& base, std::string_view annotation_value);
 
 }  // namespace myop::myresource

@@ -14,8 +14,9 @@ namespace myop::myresource {
 namespace {
 
 // A MyResource event worth a reconcile: anything but a status-only write (which would loop on our
-// own status updates). Spec changes move the generation; labels, annotations (canary, features),
-// finalizers and deletion do not, so they are checked on their own.
+// own status updates). Spec changes move the generation (in v1beta1 the canary and feature settings
+// are spec fields); labels, annotations, finalizers and deletion do not, so they are checked on
+// their own.
 bool myresource_changed(const runtime::ObjectEvent& event) {
   if (event.type != runtime::EventType::updated || !event.old_object) return true;
   const kube::ObjectView now = event.object->view();

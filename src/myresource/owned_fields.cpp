@@ -4,6 +4,8 @@
 #include <optional>
 #include <string_view>
 
+#include "runtime/event_handler.h"
+
 namespace myop::myresource {
 namespace {
 
@@ -104,6 +106,18 @@ bool scalars_equal(const JsonValue& desired, const JsonValue& live, bool in_quan
   return desired == live;
 }
 
+// An owner reference's apiVersion matches in any version of the group: the owner is the object of
+// that uid, whatever version wrote the reference (myorg.io/v1alpha1 by the previous release), and
+// rewriting a child for the version alone would be a write for nothing.
+bool same_owner_api_group(const JsonValue& desired, const JsonValue& live) {
+  if (!desired.IsString() || !live.IsString()) return false;
+  const std::string group = runtime::group_of(text(desired));
+  return !group.empty() && group == runtime::group_of(text(live));
+}
+
+// The path of an item of the owner references (the items are matched by uid).
+constexpr std::string_view kOwnerReferencePath = "metadata.ownerReferences[";
+
 // Returns the path of the first difference, or nullopt when `desired` is contained in `live`.
 std::optional<std::string> difference(const JsonValue& desired, const JsonValue* live,
                                       const std::string& path, bool in_quantities) {
@@ -117,8 +131,12 @@ std::optional<std::string> difference(const JsonValue& desired, const JsonValue*
       std::string_view key = text(member.name);
       bool quantities = in_quantities || key == "requests" || key == "limits";
       std::string child_path = path.empty() ? std::string(key) : path + "." + std::string(key);
-      if (auto found = difference(member.value, find_member(*live, key), child_path, quantities))
-        return found;
+      const JsonValue* live_member = find_member(*live, key);
+      if (key == "apiVersion" && path.starts_with(kOwnerReferencePath) && live_member != nullptr &&
+          same_owner_api_group(member.value, *live_member)) {
+        continue;
+      }
+      if (auto found = difference(member.value, live_member, child_path, quantities)) return found;
     }
     return std::nullopt;
   }

@@ -9,7 +9,9 @@
 // (containers, env), a `uid` (ownerReferences, checked first) or a `containerPort` (ports) are matched by
 // that key, lists of scalars by membership. Quantities compare by value ("1000m" equals "1", since the API
 // server rewrites them), and a desired empty string matches an absent field (the server drops
-// empty env values).
+// empty env values). An owner reference's apiVersion matches any version of the same group: a child
+// whose controller reference names myorg.io/v1alpha1 (written by the previous release) is not
+// rewritten for naming v1beta1, as the owner is the one of that uid.
 #pragma once
 
 #include <string>

@@ -24,6 +24,8 @@ EventSubject subject_of(const MyResource& resource) {
 }
 
 // A child we may touch: controlled by this MyResource (by UID, so a same-named successor is safe).
+// The owner reference's apiVersion is not compared: a child of the previous release names
+// myorg.io/v1alpha1 and is ours all the same (as for controller-runtime, which matches group and kind).
 bool controlled_by(const kube::Object& child, const MyResource& resource) {
   auto owner = child.view().controller_owner();
   return owner && owner->uid == resource.metadata.uid;
@@ -171,15 +173,11 @@ class Pass {
 
  private:
   Features effective_features() {
-    Features base = cluster_.features();
-    auto annotation = resource_.metadata.annotation(kFeaturesAnnotation);
-    if (!annotation) return base;
-    ParsedFeatures parsed = apply_feature_overrides(base, *annotation);
     // Shown as an event, not a condition: the object still works with the valid part.
-    for (const std::string& problem : parsed.errors) {
+    for (const std::string& problem : parsed_.feature_problems) {
       cluster_.record_event(subject_of(resource_), "Warning", "InvalidFeatureOverride", "Reconcile", problem);
     }
-    return parsed.features;
+    return with_overrides(cluster_.features(), resource_.spec.features);
   }
 
   std::optional<DeploymentState> observe(const std::string& name) {

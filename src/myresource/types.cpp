@@ -142,6 +142,17 @@ void read_spec(const JsonValue& spec_value, Spec& spec, std::vector<std::string>
     if (!canary->IsObject()) {
       problems.emplace_back("spec.canary must be an object with replicas and progressDeadlineSeconds");
     } else {
+      if (const JsonValue* enabled = find_member(*canary, "enabled");
+          enabled != nullptr && !enabled->IsNull()) {
+        if (enabled->IsBool()) {
+          spec.canary.enabled = enabled->GetBool();
+        } else {
+          problems.emplace_back("spec.canary.enabled must be true or false");
+        }
+      }
+      if (auto target = read_string(*canary, "targetVersion", "spec.canary.targetVersion", problems)) {
+        spec.canary.target_version = *target;
+      }
       if (auto replicas = read_int32(*canary, "replicas", "spec.canary.replicas", problems)) {
         spec.canary.replicas = *replicas;
       }
@@ -151,6 +162,51 @@ void read_spec(const JsonValue& spec_value, Spec& spec, std::vector<std::string>
       }
     }
   }
+}
+
+// spec.features: the overrides it sets. A bad member is a feature problem, not a spec problem: as
+// with the v1alpha1 annotation, the object works with the valid part.
+void read_features(const JsonValue& spec_value, FeatureOverrides& overrides,
+                   std::vector<std::string>& problems) {
+  const JsonValue* features = find_member(spec_value, "features");
+  if (features == nullptr || features->IsNull()) return;
+  if (!features->IsObject()) {
+    problems.emplace_back("spec.features must be an object with canary, orphanSweep and orphanPolicy");
+    return;
+  }
+  for (const auto& member : features->GetObject()) {
+    const std::string name = string_of(member.name);
+    const JsonValue& value = member.value;
+    if (name == kCanaryFeature || name == kOrphanSweepFeature) {
+      if (value.IsBool()) {
+        (name == kCanaryFeature ? overrides.canary : overrides.orphan_sweep) = value.GetBool();
+      } else {
+        problems.push_back("spec.features." + name + " must be true or false");
+      }
+    } else if (name == kOrphanPolicyFeature) {
+      if (value.IsString() && (value == "delete" || value == "report")) {
+        overrides.orphan_policy = value == "delete" ? OrphanPolicy::Delete : OrphanPolicy::Report;
+      } else {
+        problems.emplace_back("spec.features.orphanPolicy must be delete or report");
+      }
+    } else {
+      problems.push_back("spec.features: unknown feature flag \"" + name +
+                         "\" (known flags: canary, orphanSweep, orphanPolicy; names are case-sensitive)");
+    }
+  }
+}
+
+// The errors of the v1alpha1 myorg.io/features text a v1beta1 object was converted from, when the
+// conversion kept that text (v1beta1 holds only its valid entries): what the v1alpha1 operator
+// reported for it. None once the object was changed so that the text no longer applies.
+std::vector<std::string> v1alpha1_feature_problems(const JsonValue& hub) {
+  const kube::ObjectView view(hub);
+  if (view.api_version() != kApiVersionV1beta1 || !view.annotation(kV1alpha1ValuesAnnotation)) return {};
+  auto alpha = convert_myresource(hub, kApiVersionV1alpha1);
+  if (!alpha) return {};
+  auto text = alpha->view().annotation(kFeaturesAnnotation);
+  if (!text) return {};
+  return apply_feature_overrides(Features{}, *text).errors;
 }
 
 std::int64_t read_int64_or_zero(const JsonValue& parent, std::string_view key) {
@@ -265,19 +321,29 @@ ParsedMyResource parse_myresource(const kube::JsonValue& object) {
     parsed.problems.emplace_back("the object is not a JSON object");
     return parsed;
   }
-  read_metadata(object, parsed.resource.metadata);
+  // v1alpha1 is read as its v1beta1 form. A v1alpha1 shape no API server stores (spec or spec.canary
+  // not an object, ...) cannot be converted: it is read as it is, and its spec reports the problem.
+  std::optional<kube::Object> hub;
+  if (kube::ObjectView(object).api_version() == kApiVersionV1alpha1) {
+    if (auto converted = convert_myresource(object, kApiVersionV1beta1)) hub = std::move(converted).value();
+  }
+  const JsonValue& hub_object = hub ? hub->json() : object;
+  read_metadata(hub_object, parsed.resource.metadata);
   if (parsed.resource.metadata.name.size() > kMaximumNameLength) {
     parsed.problems.emplace_back(
         "metadata.name must be at most 63 characters: it is the value of labels on the "
         "Deployments");
   }
-  const JsonValue* spec = find_member(object, "spec");
+  const JsonValue* spec = find_member(hub_object, "spec");
   if (spec == nullptr || !spec->IsObject()) {
     parsed.problems.emplace_back("spec is required: set at least spec.image");
   } else {
     read_spec(*spec, parsed.resource.spec, parsed.problems);
+    read_features(*spec, parsed.resource.spec.features, parsed.feature_problems);
   }
-  if (const JsonValue* status = find_member(object, "status"); status != nullptr && status->IsObject()) {
+  for (std::string& problem : v1alpha1_feature_problems(hub_object))
+    parsed.feature_problems.push_back(std::move(problem));
+  if (const JsonValue* status = find_member(hub_object, "status"); status != nullptr && status->IsObject()) {
     read_status(*status, parsed.resource.status);
   }
   for (std::string& problem : validate_spec(parsed.resource.spec))

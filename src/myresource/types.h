@@ -1,4 +1,8 @@
-// MyResource (myorg.io/v1alpha1) as C++ values, read from the JSON the API server sends.
+// MyResource as C++ values, read from the JSON the API server sends: the hub, myorg.io/v1beta1
+// (docs/versioning.md). The operator lists, watches and writes v1beta1; an object given as v1alpha1
+// (a test, anything older) is converted to v1beta1 first (convert_myresource) and then read, so the
+// domain (canary, features, desired state, status) sees only the typed v1beta1 fields, never the
+// v1alpha1 annotations.
 //
 // The CRD's schema and CEL rules are the first line of validation; `parse_myresource` is the second.
 // It exists for objects that got past an API server without them (a CRD installed by hand without
@@ -16,12 +20,16 @@
 #include "kube/object.h"
 #include "kube/resource.h"
 #include "myresource/conditions.h"
+#include "myresource/conversion.h"
+#include "myresource/features.h"
 
 namespace myop::myresource {
 
 inline constexpr std::string_view kGroup = "myorg.io";
-inline constexpr std::string_view kVersion = "v1alpha1";
-inline constexpr std::string_view kApiVersion = "myorg.io/v1alpha1";
+// The version the operator works on: the hub.
+inline constexpr std::string_view kApiVersion = kApiVersionV1beta1;
+inline constexpr std::string_view kVersion = kApiVersion.substr(kGroup.size() + 1);
+static_assert(kApiVersion.starts_with(kGroup) && kVersion == "v1beta1");
 inline constexpr std::string_view kKind = "MyResource";
 inline constexpr std::string_view kPlural = "myresources";
 // The CRD's name: <plural>.<group>.
@@ -35,7 +43,7 @@ inline kube::ResourceType myresource_type() {
 inline constexpr std::string_view kFinalizer = "myorg.io/finalizer";
 inline constexpr std::string_view kFieldManager = "my-operator";
 
-// Annotations a user sets on a MyResource.
+// Annotations a user sets on a v1alpha1 MyResource; in v1beta1 they are spec fields (conversion.h).
 inline constexpr std::string_view kCanaryAnnotation = "myorg.io/canary";
 inline constexpr std::string_view kTargetVersionAnnotation = "myorg.io/targetVersion";
 inline constexpr std::string_view kFeaturesAnnotation = "myorg.io/features";
@@ -65,6 +73,10 @@ struct Resources {
 struct CanarySettings {
   std::int32_t replicas = kDefaultCanaryReplicas;
   std::int32_t progress_deadline_seconds = kDefaultProgressDeadlineSeconds;
+  // spec.canary.enabled (v1alpha1: annotation myorg.io/canary exactly "true"); absent is false.
+  bool enabled = false;
+  // spec.canary.targetVersion (v1alpha1: annotation myorg.io/targetVersion); "" when absent.
+  std::string target_version;
   bool operator==(const CanarySettings&) const = default;
 };
 
@@ -78,6 +90,8 @@ struct Spec {
   // The stable Deployment's progressDeadlineSeconds; unset leaves the Deployment's default (600).
   std::optional<std::int32_t> progress_deadline_seconds;
   CanarySettings canary;
+  // spec.features (v1alpha1: annotation myorg.io/features): this object's feature flag overrides.
+  FeatureOverrides features;
   // The pod's automountServiceAccountToken. Unset leaves the field off the pod template (the
   // ServiceAccount decides; Kubernetes mounts the token), so objects written before the field
   // existed keep their spec hash and their pods on an operator upgrade.
@@ -122,13 +136,18 @@ struct MyResource {
 struct ParsedMyResource {
   MyResource resource;                // best effort: fields that could not be read keep their defaults
   std::vector<std::string> problems;  // one sentence per problem, naming the field
+  // Bad feature overrides: entries of a v1alpha1 myorg.io/features text that v1beta1 cannot hold
+  // (kept by the conversion), or spec.features members of the wrong type. The object still works
+  // with the valid part; the reconciler reports each as an InvalidFeatureOverride event.
+  std::vector<std::string> feature_problems;
 
   bool valid() const { return problems.empty(); }
   // All problems joined with "; ", for the InvalidSpec condition message.
   std::string problem_message() const;
 };
 
-// Reads a MyResource object (apiVersion/kind/metadata/spec/status) and validates its spec.
+// Reads a MyResource object (apiVersion/kind/metadata/spec/status) and validates its spec. A v1alpha1
+// object is converted to v1beta1 first; any other object is read as v1beta1.
 ParsedMyResource parse_myresource(const kube::JsonValue& object);
 
 // The value checks of the CRD, repeated: image pinned, replicas 0..1000, port 1..65535, env names,

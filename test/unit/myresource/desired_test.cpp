@@ -41,7 +41,7 @@ TEST_CASE("the stable Deployment carries names, labels, owner and annotations", 
   CHECK_FALSE(view.label("team"));
   auto owner = view.controller_owner();
   REQUIRE(owner);
-  CHECK(owner->api_version == "myorg.io/v1alpha1");
+  CHECK(owner->api_version == "myorg.io/v1beta1");
   CHECK(owner->kind == "MyResource");
   CHECK(owner->name == "web");
   CHECK(owner->uid == "uid-1");

@@ -1,6 +1,10 @@
 #include "myresource/features.h"
 
 #include <catch2/catch.hpp>
+#include <string>
+
+#include "myresource/conversion.h"
+#include "myresource/types.h"
 
 using namespace myop::myresource;
 
@@ -118,4 +122,32 @@ TEST_CASE("a changed ConfigMap: a bad value keeps the last good one, an absent k
 
   // No ConfigMap at all: every flag at its default, whatever came before.
   CHECK(features_from_changed_config_map(nullptr, previous).features == Features{});
+}
+
+TEST_CASE("spec.features overrides set only the flags they name", "[myresource][features]") {
+  Features base{false, false, OrphanPolicy::Delete};
+  CHECK(with_overrides(base, FeatureOverrides{}) == base);
+  FeatureOverrides overrides;
+  overrides.canary = true;
+  CHECK(with_overrides(base, overrides) == Features{true, false, OrphanPolicy::Delete});
+  overrides.orphan_sweep = true;
+  overrides.orphan_policy = OrphanPolicy::Report;
+  CHECK(with_overrides(base, overrides) == Features{});
+}
+
+TEST_CASE("spec.features decides as the myorg.io/features text it was converted from",
+          "[myresource][features]") {
+  const std::string text = GENERATE(as<std::string>{}, "", "canary=false", "orphanPolicy=delete,canary=true",
+                                    " canary = FALSE ,orphanSweep=false", "canary=maybe,orphanSweep=false",
+                                    "colour=red,canary=false,canary=true");
+  CAPTURE(text);
+  auto parsed = myop::kube::Object::parse(
+      R"({"apiVersion":"myorg.io/v1beta1","kind":"MyResource","metadata":{"name":"web"},"spec":{"image":"a:1"}})");
+  REQUIRE(parsed.ok());
+  myop::kube::Object object = std::move(parsed).value();
+  object.set_member(object.json()["spec"], "features", features_from_annotation(text).json());
+  const FeatureOverrides overrides = parse_myresource(object.json()).resource.spec.features;
+  for (const Features& base : {Features{}, Features{false, false, OrphanPolicy::Delete}}) {
+    CHECK(with_overrides(base, overrides) == apply_feature_overrides(base, text).features);
+  }
 }

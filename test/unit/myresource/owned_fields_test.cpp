@@ -101,3 +101,28 @@ TEST_CASE("a changed desired spec is a difference", "[myresource][owned]") {
   auto live = parse_json(kLive);
   CHECK_FALSE(owned_fields_match(desired.json(), live.json()));
 }
+
+TEST_CASE("the controller ownerReference matches in any version of myorg.io, by uid", "[myresource][owned]") {
+  auto desired = desired_stable_deployment(resource_for_live());
+  struct Case {
+    std::string from, to, difference;
+  };
+  auto [from, to, expected] = GENERATE(values<Case>({
+      {R"("apiVersion":"myorg.io/v1alpha1")", R"("apiVersion":"myorg.io/v1alpha1")", ""},  // previous release
+      {R"("apiVersion":"myorg.io/v1alpha1")", R"("apiVersion":"myorg.io/v1beta1")", ""},
+      {R"("apiVersion":"myorg.io/v1alpha1")", R"("apiVersion":"myorg.io/v2")", ""},
+      {R"("apiVersion":"myorg.io/v1alpha1")", R"("apiVersion":"other.io/v1beta1")",
+       "metadata.ownerReferences[uid-1].apiVersion"},
+      {R"("apiVersion":"myorg.io/v1alpha1")", R"("apiVersion":"v1")",
+       "metadata.ownerReferences[uid-1].apiVersion"},
+      {R"("kind":"MyResource","name":"web","uid":"uid-1")",
+       R"("kind":"MyResource","name":"web","uid":"uid-0")", "metadata.ownerReferences[uid-1]"},
+      {R"("kind":"MyResource","name":"web","uid":"uid-1")", R"("kind":"Other","name":"web","uid":"uid-1")",
+       "metadata.ownerReferences[uid-1].kind"},
+  }));
+  std::string live = live_with_hash(desired, kLive);
+  REQUIRE(live.find(from) != std::string::npos);
+  live.replace(live.find(from), from.size(), to);
+  CAPTURE(to);
+  CHECK(first_owned_field_difference(desired.json(), parse_json(live).json()) == expected);
+}

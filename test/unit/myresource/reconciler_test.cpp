@@ -5,6 +5,7 @@
 
 #include "fixtures.h"
 #include "myresource/desired.h"
+#include "myresource/owned_fields.h"
 #include "support/fake_clock.h"
 
 using namespace myop::myresource;
@@ -489,4 +490,107 @@ TEST_CASE("a status write that fails during deletion fails the reconcile", "[myr
   fixture.cluster->deployments.clear();
   CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::done);  // no child left: no status needed
   CHECK_FALSE(fixture.resource().metadata.has_finalizer(kFinalizer));
+}
+
+namespace {
+
+// The controller owner reference of the stored Deployment `name`, edited as an older release or
+// someone else would have written it.
+void set_owner_reference(FakeCluster& cluster, const std::string& name, const std::string& api_version,
+                         const std::string& uid) {
+  cluster.edit_deployment(name, [&](Object& deployment) {
+    JsonValue& owner = deployment.json()["metadata"]["ownerReferences"][0];
+    deployment.set_string_member(owner, "apiVersion", api_version);
+    deployment.set_string_member(owner, "uid", uid);
+  });
+}
+
+}  // namespace
+
+TEST_CASE("Deployments whose ownerReference names myorg.io/v1alpha1 are ours and are not rewritten",
+          "[myresource][reconciler]") {
+  Fixture fixture(R"({"image":"reg:5000/app:1.0","replicas":2})",
+                  R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.1"})");
+  fixture.reconcile();
+  REQUIRE(fixture.cluster->deployments.size() == 2);
+  CHECK(fixture.cluster->deployments.at("web")->view().controller_owner()->api_version == "myorg.io/v1beta1");
+  fixture.cluster->roll_out("web", 2);
+  fixture.cluster->roll_out("web-canary", 1);
+  fixture.reconcile();
+  // As the previous release wrote them: otherwise exactly the desired state.
+  set_owner_reference(*fixture.cluster, "web", "myorg.io/v1alpha1", "mr-1");
+  set_owner_reference(*fixture.cluster, "web-canary", "myorg.io/v1alpha1", "mr-1");
+  const int writes = fixture.cluster->writes();
+  fixture.reconcile();
+  fixture.reconcile();
+  CHECK(fixture.cluster->writes() == writes);
+  CHECK(fixture.condition("Ready").status == ConditionStatus::True);
+  CHECK(fixture.condition("Canary").reason == "CanaryRunning");
+
+  // Still ours when it goes: the canary is removed with its v1alpha1 reference.
+  fixture.cluster->edit_myresource("web", [](Object& object) { object.erase_annotation("myorg.io/canary"); });
+  fixture.reconcile();
+  CHECK(fixture.cluster->deployments.count("web-canary") == 0);
+  CHECK(fixture.cluster->deployment_applies == 2);
+}
+
+TEST_CASE("a Deployment controlled by another uid is not ours, whatever the version",
+          "[myresource][reconciler]") {
+  const std::string version = GENERATE(as<std::string>{}, "myorg.io/v1alpha1", "myorg.io/v1beta1");
+  CAPTURE(version);
+  Fixture fixture;
+  fixture.reconcile();
+  set_owner_reference(*fixture.cluster, "web", version, "mr-0");
+  const int applies = fixture.cluster->deployment_applies;
+  CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::error);
+  CHECK(fixture.cluster->deployment_applies == applies);
+  CHECK(fixture.condition("Degraded").reason == "ReconcileError");
+  CHECK_THAT(fixture.condition("Degraded").message, Catch::Contains("not controlled by this MyResource"));
+}
+
+TEST_CASE("a v1beta1 MyResource runs as the same object written as v1alpha1 does",
+          "[myresource][reconciler]") {
+  Fixture alpha(
+      R"({"image":"reg:5000/app:1.0","replicas":2})",
+      R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.1","myorg.io/features":"orphanSweep=false,bogus=1"})");
+  Fixture beta;
+  beta.cluster->myresources.clear();
+  beta.cluster->store_myresource(parse_json(
+      R"({"apiVersion":"myorg.io/v1beta1","kind":"MyResource","metadata":{"name":"web","namespace":"team-a",
+          "uid":"mr-1","generation":1},"spec":{"image":"reg:5000/app:1.0","replicas":2,
+          "canary":{"enabled":true,"targetVersion":"1.1"},"features":{"orphanSweep":false}}})"));
+  for (Fixture* fixture : {&alpha, &beta}) {
+    fixture->reconcile();
+    fixture->cluster->roll_out("web", 2);
+    fixture->cluster->roll_out("web-canary", 1);
+    fixture->reconcile();
+  }
+  for (const std::string name : {"web", "web-canary"}) {
+    CAPTURE(name);
+    REQUIRE(alpha.cluster->deployments.count(name) == 1);
+    REQUIRE(beta.cluster->deployments.count(name) == 1);
+    const auto& from_alpha = *alpha.cluster->deployments.at(name);
+    const auto& from_beta = *beta.cluster->deployments.at(name);
+    CHECK(text_at(from_beta, {"metadata", "annotations", "myorg.io/spec-hash"}) ==
+          text_at(from_alpha, {"metadata", "annotations", "myorg.io/spec-hash"}));
+    const JsonValue& alpha_spec = *from_alpha.view().find({"spec"});
+    const JsonValue& beta_spec = *from_beta.view().find({"spec"});
+    CHECK(owned_fields_match(alpha_spec, beta_spec));
+    CHECK(owned_fields_match(beta_spec, alpha_spec));
+    CHECK(from_alpha.view().annotations() == from_beta.view().annotations());
+    CHECK(from_alpha.view().labels() == from_beta.view().labels());
+  }
+  CHECK(alpha.cluster->deployment_applies == beta.cluster->deployment_applies);
+  CHECK(alpha.condition("Canary") == beta.condition("Canary"));
+  CHECK(alpha.condition("Ready") == beta.condition("Ready"));
+  // The bad entry of the v1alpha1 text is reported; v1beta1 cannot hold one.
+  auto reasons = [](const FakeCluster& cluster) {
+    std::vector<std::string> list;
+    for (const auto& event : cluster.events) list.push_back(event.reason);
+    return list;
+  };
+  std::vector<std::string> alpha_reasons = reasons(*alpha.cluster);
+  std::erase(alpha_reasons, "InvalidFeatureOverride");
+  CHECK(alpha_reasons == reasons(*beta.cluster));
+  CHECK(alpha_reasons.size() < alpha.cluster->events.size());
 }

@@ -279,7 +279,7 @@ TEST_CASE("status_apply_body is the status subresource apply request", "[myresou
   Status status = compute_status(resource, inputs_with(stable_state(2)), kNow);
   myop::kube::Object body = status_apply_body(resource, status);
   auto view = body.view();
-  CHECK(view.api_version() == "myorg.io/v1alpha1");
+  CHECK(view.api_version() == "myorg.io/v1beta1");
   CHECK(view.kind() == "MyResource");
   CHECK(view.name() == "web");
   CHECK(view.namespace_name() == "team-a");
