@@ -40,7 +40,7 @@ import json, sys
 for arg in json.load(sys.stdin):
     if arg.startswith("--webhook-bind-address"):
         print("--webhook-bind-address=127.0.0.1:0")  # the chart serves the webhook: here on loopback
-        # The CRD names the fixture's webhook: its caBundle is the fixture's CA, not ours.
+        # The CRD names the webhook of the fixture, whose CA its caBundle holds: keep it.
         print("--webhook-crds=")
     elif not arg.startswith(("--metrics-bind-address", "--health-probe-bind-address", "--log-format")) \
             and arg != "--leader-elect":

@@ -118,7 +118,7 @@ TEST_CASE(
   CHECK(jsonpath(alpha_of_beta, "{.metadata.annotations.myorg\\.io/targetVersion}") == "1.27.3");
   CHECK(jsonpath(alpha_of_beta, "{.metadata.annotations.myorg\\.io/features}") == "orphanSweep=false");
 
-  // The operator (which reads v1alpha1, through its own webhook) runs both, canaries included.
+  // The operator (which reads v1beta1, the storage version) runs both, canaries included.
   for (const std::string name : {"from-alpha", "from-beta"}) {
     INFO(name << "\noperator log:\n" << operator_process.log_tail(30));
     CHECK(eventually(
@@ -218,26 +218,20 @@ TEST_CASE("conversion webhook: the self-managed CA and certificate rotate while 
 
 namespace {
 
-// The CRD as the previous release shipped it: v1alpha1 served and stored, v1beta1 not served, no
-// conversion, and status.storedVersions [v1alpha1] (earlier cases of this control plane stored v1beta1).
-void previous_release_crd() {
+// The CRD one step before v1beta1 is stored: both versions served, v1alpha1 stored, converted by the
+// webhook at `url`, and status.storedVersions [v1alpha1] (earlier cases of this control plane stored
+// v1beta1). The operator, which works on v1beta1, reads everything through the webhook.
+void v1alpha1_stored_crd(const std::string& url) {
   testenv::kubectl_or_fail(R"(patch crd myresources.myorg.io --type=json -p '[)"
                            R"({"op":"replace","path":"/spec/versions/0/storage","value":true},)"
-                           R"({"op":"replace","path":"/spec/versions/1/served","value":false},)"
+                           R"({"op":"replace","path":"/spec/versions/1/served","value":true},)"
                            R"({"op":"replace","path":"/spec/versions/1/storage","value":false},)"
-                           R"({"op":"replace","path":"/spec/conversion","value":{"strategy":"None"}}]')");
+                           R"({"op":"replace","path":"/spec/conversion","value":{"strategy":"Webhook","webhook":)"
+                           R"({"conversionReviewVersions":["v1"],"clientConfig":{"url":")" +
+                           url + R"("}}}}]')");
   testenv::kubectl_or_fail(
       R"(patch crd myresources.myorg.io --subresource=status --type=merge -p '{"status":{"storedVersions":["v1alpha1"]}}')");
   testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
-}
-
-// How many of the MyResources etcd holds in `ns` are stored as `api_version`, and how many there are.
-std::pair<std::size_t, std::size_t> stored_as(const std::string& ns, const std::string& api_version) {
-  const auto values = testenv::etcd_values("/registry/myorg.io/myresources/" + ns + "/");
-  std::size_t matching = 0;
-  for (const auto& [key, value] : values)
-    if (value.find("\"apiVersion\":\"" + api_version + "\"") != std::string::npos) ++matching;
-  return {matching, values.size()};
 }
 
 }  // namespace
@@ -257,7 +251,8 @@ TEST_CASE(
   OperatorOptions options = webhook_operator("myop-migration-" + ns.name(), ns.name(), port);
   options.namespaces = {};  // only an operator of every namespace migrates
   OperatorProcess operator_process(options);
-  previous_release_crd();
+  const std::string url = "https://127.0.0.1:" + std::to_string(port) + "/convert";
+  v1alpha1_stored_crd(url);
   operator_process.start();
 
   std::string manifest;
@@ -282,21 +277,21 @@ TEST_CASE(
   };
   INFO("operator log:\n" << operator_process.log_tail(40));
   REQUIRE(eventually([&] { return ready() == kObjects; }, 300s));
-  CHECK(stored_as(ns.name(), "myorg.io/v1alpha1") == std::pair<std::size_t, std::size_t>(kObjects, kObjects));
+  CHECK(stored_api_versions(ns.name()) == std::map<std::string, std::size_t>{{"myorg.io/v1alpha1", kObjects}});
   std::this_thread::sleep_for(3s);  // the last status and event writes of the rollouts settle
 
   // The upgrade: the operator stopped, the CRD of this release (v1beta1 stored, conversion by the
   // operator's webhook), the operator started again.
   operator_process.stop();
   const auto mark = audit_mark();
-  convert_through_webhook("https://127.0.0.1:" + std::to_string(port) + "/convert");
+  convert_through_webhook(url);
   operator_process.start();
   const auto started = std::chrono::steady_clock::now();
   REQUIRE(eventually(
       [&] { return jsonpath("crd myresources.myorg.io", "{.status.storedVersions}") == R"(["v1beta1"])"; },
       180s));
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  CHECK(stored_as(ns.name(), "myorg.io/v1beta1") == std::pair<std::size_t, std::size_t>(kObjects, kObjects));
+  CHECK(stored_api_versions(ns.name()) == std::map<std::string, std::size_t>{{"myorg.io/v1beta1", kObjects}});
 
   // Each object of the namespace written once, by a patch of the object itself; no Deployment written.
   std::map<std::string, int> rewrites;
@@ -339,9 +334,10 @@ TEST_CASE(
                                << " objects rewritten once; " << writes << " operator writes in all, "
                                << deployment_writes << " of Deployments");
 
-  // A restart now, with every object stored as v1beta1: the operator's own v1alpha1 lists need its
-  // webhook, which it serves before its caches start (a preflight that took the API server's 500 for
-  // a fatal error kept it from ever starting). It starts, and writes nothing.
+  // A restart now, with every object stored as v1beta1: the operator's v1beta1 lists need no
+  // conversion. (The start before, with every object stored as v1alpha1, needed the operator's own
+  // webhook, which it serves before its caches start: a preflight that took the API server's 500 for
+  // a fatal error kept it from ever starting.) It starts, and writes nothing.
   operator_process.stop();
   const auto restart_mark = audit_mark();
   operator_process.start();
@@ -359,5 +355,5 @@ TEST_CASE(
 
   // The objects go while the operator still runs, so their finalizers are removed.
   testenv::kubectl("delete myresources.v1beta1.myorg.io --all -n " + ns.name() + " --wait=false");
-  CHECK(eventually([&] { return stored_as(ns.name(), "myorg.io/v1beta1").second == 0; }, 180s));
+  CHECK(eventually([&] { return stored_api_versions(ns.name()).empty(); }, 180s));
 }

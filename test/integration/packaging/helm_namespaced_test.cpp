@@ -25,7 +25,9 @@ bool can(const std::string& who, const std::string& request) {
 }
 
 // The operator container's arguments in the installed Deployment, less what OperatorProcess sets
-// itself (loopback bind addresses, text logs).
+// itself (loopback bind addresses, text logs). The webhook serves on a loopback port of the kernel's
+// choice and leaves the CRD's caBundle alone: the CRD names the fixture's webhook (its CA), not this
+// operator's.
 std::vector<std::string> chart_arguments(const std::string& deployment, const std::string& namespace_) {
   const std::string json =
       trimmed(testenv::kubectl_or_fail("get deployment " + deployment + " -n " + namespace_ +
@@ -39,6 +41,11 @@ std::vector<std::string> chart_arguments(const std::string& deployment, const st
     if (text.rfind("--metrics-bind-address", 0) == 0 || text.rfind("--health-probe-bind-address", 0) == 0 ||
         text.rfind("--log-format", 0) == 0)
       continue;
+    if (text.rfind("--webhook-bind-address", 0) == 0) {
+      kept.push_back("--webhook-bind-address=127.0.0.1:0");
+      kept.push_back("--webhook-crds=");
+      continue;
+    }
     kept.push_back(text);
   }
   return kept;

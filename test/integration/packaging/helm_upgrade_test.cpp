@@ -23,8 +23,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-namespace {
-
 const std::vector<std::string> kFixedNameObjects = {
     "customresourcedefinition/myresources.myorg.io",
     "validatingadmissionpolicy/myresources.myorg.io-annotations",

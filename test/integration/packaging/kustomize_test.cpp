@@ -34,10 +34,13 @@ TEST_CASE("packaging: kubectl apply -k config/default --dry-run=server is accept
           "[packaging][kustomize]") {
   TemporaryFolder scratch("myop-kustomize");
   const std::string folder = default_kustomization(scratch);
-  // Namespaced objects can only be dry-run into a namespace that exists.
+  // Namespaced objects can only be dry-run into a namespace that exists. Server-side: the run's CRD
+  // names its webhook by URL (hack/test-fixture.sh), config/crd's by Service, and a client-side apply
+  // without last-applied-configuration would keep both, which the API server refuses.
   FixedNamespace system_namespace("my-operator-system");
   const auto result =
-      testenv::kubectl("apply -k " + shell_quote(folder) + " --dry-run=server --validate=strict");
+      testenv::kubectl("apply --server-side --force-conflicts -k " + shell_quote(folder) +
+                       " --dry-run=server --validate=strict");
   INFO(result.output);
   CHECK(result.ok());
   for (const char* object :
@@ -88,7 +91,8 @@ TEST_CASE(
   FixedNamespace system_namespace("my-operator-system");
   const std::string folder = testenv::source_dir() + "/config/metrics-certificate";
   const auto result =
-      testenv::kubectl("apply -k " + shell_quote(folder) + " --dry-run=server --validate=strict");
+      testenv::kubectl("apply --server-side --force-conflicts -k " + shell_quote(folder) +
+                       " --dry-run=server --validate=strict");
   INFO(result.output);
   CHECK(result.ok());
   CHECK(result.output.find("deployment.apps/my-operator") != std::string::npos);

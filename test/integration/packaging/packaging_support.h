@@ -160,10 +160,13 @@ class ReleaseGuard {
   std::vector<std::string> also_delete_;
 };
 
-// `kubectl apply --dry-run=server` of a manifest text; kubectl validates fields strictly
-// (unknown fields are errors, not warnings).
+// `kubectl apply --server-side --dry-run=server` of a manifest text, as Argo CD applies the chart
+// (ServerSideApply=true); fields are validated strictly (unknown fields are errors, not warnings).
+// Server-side, because the run's CRD (hack/test-fixture.sh) names its webhook by URL and the chart's
+// by Service: a client-side apply without last-applied-configuration would keep the URL beside the
+// Service, which the API server refuses.
 inline testenv::CommandResult server_dry_run(const std::string& manifest) {
-  return testenv::kubectl_apply(manifest, "--dry-run=server --validate=strict");
+  return testenv::kubectl_apply(manifest, "--server-side --force-conflicts --dry-run=server --validate=strict");
 }
 
 }  // namespace myop::packaging
