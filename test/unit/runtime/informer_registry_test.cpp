@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 #include <string>
@@ -81,4 +82,65 @@ TEST_CASE("informer registry: myoperator_watch_stalls_total counts stalled watch
   CHECK(*stalls >= 2);
   CHECK(*stalls <= transport->watches("deployments"));
   CHECK(metric_value(*metrics, "myoperator_watch_stalls_total", {{"resource", "configmaps"}}) == 0);
+}
+
+namespace {
+
+// Every list and watch fails as the API server answers while a CRD's conversion webhook is down,
+// until repair(); then each watch streams an empty initial state and ends.
+class ConversionDownTransport final : public kube::Transport {
+ public:
+  kube::Result<kube::Response> send(const kube::Request&, std::stop_token) override { return failure(); }
+  kube::Result<kube::StreamEnd> stream(const kube::Request&, const kube::ChunkHandler& on_chunk,
+                                       std::stop_token, const kube::StreamOptions&) override {
+    if (broken_) return failure();
+    on_chunk(R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"9","annotations":)"
+             R"({"k8s.io/initial-events-end":"true"}}}})"
+             "\n");
+    return kube::StreamEnd::ServerClosed;
+  }
+  const std::string& host() const override { return host_; }
+  void repair() { broken_ = false; }
+
+ private:
+  static kube::Error failure() {
+    return kube::error_from_response(
+        500,
+        R"({"kind":"Status","apiVersion":"v1","status":"Failure","reason":"InternalError","code":500,)"
+        R"("message":"conversion webhook for myorg.io/v1beta1, Kind=MyResource failed: connection refused"})");
+  }
+  std::atomic<bool> broken_{true};
+  std::string host_ = "test:443";
+};
+
+}  // namespace
+
+TEST_CASE(
+    "informer registry: a list and watch that keep failing show in problems() and myoperator_watch_failing",
+    "[runtime][informer][metrics]") {
+  auto transport = std::make_shared<ConversionDownTransport>();
+  auto metrics = std::make_shared<prometheus::Registry>();
+  InformerRegistryOptions options;
+  options.registry = metrics;
+  options.informer.watcher.backoff.initial = 1ms;
+  options.informer.watcher.backoff.maximum = 4ms;
+  InformerRegistry registry(std::make_shared<kube::Client>(transport, "informer-registry-test"), options);
+  InformerScope scope;
+  scope.namespaces = {"team-a"};
+  registry.informer(kube::resources::config_maps(), scope);
+  CHECK(metric_value(*metrics, "myoperator_watch_failing", {{"resource", "configmaps"}}) == 0);
+
+  registry.start();
+  REQUIRE(eventually([&] { return !registry.problems().empty(); }));
+  const auto problems = registry.problems();
+  REQUIRE(problems.size() == 1);
+  CHECK_THAT(problems[0], Catch::StartsWith("configmaps/team-a (configmaps in namespace team-a): "));
+  CHECK_THAT(problems[0], Catch::Contains("conversion webhook for myorg.io/v1beta1, Kind=MyResource failed"));
+  CHECK(metric_value(*metrics, "myoperator_watch_failing", {{"resource", "configmaps"}}) == 1);
+
+  transport->repair();
+  REQUIRE(eventually([&] { return registry.has_synced(); }));
+  CHECK(registry.problems().empty());
+  CHECK(metric_value(*metrics, "myoperator_watch_failing", {{"resource", "configmaps"}}) == 0);
+  registry.stop();
 }
