@@ -61,6 +61,12 @@ class OperatorProcess {
   void signal(int signal);
   bool running();
 
+  // GET /readyz of the running process: the HTTP status (0 when it cannot be reached) and the body.
+  struct Probe {
+    int status = 0;
+    std::string body;
+  };
+  Probe readyz() const;
   // The metrics text (GET /metrics); "" when it cannot be read.
   std::string metrics() const;
   // The value of one sample line of /metrics, e.g. `myoperator_orphans_total{action="deleted"}`;
