@@ -396,10 +396,6 @@ void point_webhook_at(const std::string& url) {
       url + R"("}]')");
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 }  // namespace
 
 // Every MyResource stored in the version the operator does not read, so each of its lists and watches

@@ -235,6 +235,10 @@ std::string AuditEntry::describe() const {
          name + " -> " + std::to_string(code);
 }
 
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
 std::size_t audit_mark() {
   std::ifstream log(testenv::audit_log_path());
   std::size_t lines = 0;

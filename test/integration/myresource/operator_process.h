@@ -117,6 +117,9 @@ std::string describe(const std::vector<AuditEntry>& entries);
 // A 127.0.0.1 port nobody listens on now (bound to port 0, then released).
 unsigned short free_port();
 
+// Seconds from `start` to now (for the figures tests report).
+double seconds_since(std::chrono::steady_clock::time_point start);
+
 // Polls `condition` every 200 ms until it holds or `timeout` passes; returns whether it held.
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);
 
