@@ -1,5 +1,7 @@
 #include "runtime/informer.h"
 
+#include <chrono>
+#include <optional>
 #include <utility>
 
 #include "runtime/event_handler.h"
@@ -66,6 +68,61 @@ void Informer::stop() {
       thread->join();
     }
   }
+  // Stopped, it is no longer failing: a metric of failing informers must not keep counting it.
+  bool was_failing = false;
+  {
+    std::lock_guard lock(health_mutex_);
+    was_failing = health_.failing();
+    health_.progressed();
+  }
+  if (was_failing && options_.on_failing) options_.on_failing(false);
+}
+
+std::string Informer::collection() const { return source_ ? source_->describe() : "(no source)"; }
+
+std::vector<std::string> Informer::problems() const {
+  std::optional<std::string> problem;
+  {
+    std::lock_guard lock(health_mutex_);
+    problem = health_.problem(options_.clock->now());
+  }
+  if (!problem) return {};
+  return {options_.name + " (" + collection() + "): list and watch failing: " + *problem};
+}
+
+void Informer::watch_failed(const kube::Error& error) {
+  bool became_failing = false;
+  int failures = 0;
+  {
+    std::lock_guard lock(health_mutex_);
+    became_failing = health_.failed(error, options_.clock->now());
+    failures = health_.failures();
+  }
+  if (!became_failing) return;
+  log(spdlog::level::warn, "Informer failing: its list and watch keep failing; not ready until one works",
+      {{"informer", options_.name},
+       {"collection", collection()},
+       {"failures", std::to_string(failures)},
+       {"error", error.to_string()}});
+  if (options_.on_failing) options_.on_failing(true);
+}
+
+void Informer::watch_progressed() {
+  Duration failing_for{};
+  bool recovered = false;
+  {
+    std::lock_guard lock(health_mutex_);
+    if (health_.failures() == 0) return;
+    failing_for = options_.clock->now() - health_.first_failure();
+    recovered = health_.progressed();
+  }
+  if (!recovered) return;
+  log(spdlog::level::info, "Informer recovered: its list and watch work again",
+      {{"informer", options_.name},
+       {"collection", collection()},
+       {"failedForSeconds",
+        std::to_string(std::chrono::duration_cast<std::chrono::seconds>(failing_for).count())}});
+  if (options_.on_failing) options_.on_failing(false);
 }
 
 ObjectPointer Informer::prepare(kube::Object object) const {
@@ -86,6 +143,9 @@ void Informer::prune_locked(TimePoint now) {
 }
 
 void Informer::handle(kube::WatcherEvent event) {
+  // The list or watch works (whatever the accept filter makes of the event).
+  if (event.type != kube::WatcherEventType::InitStart && event.type != kube::WatcherEventType::InitApply)
+    watch_progressed();
   // Not ours (the server ignored the shard selector): never cached, so never deleted either.
   if (event.object && options_.accept && !options_.accept(event.object->view())) return;
   const TimePoint now = options_.clock->now();
@@ -255,6 +315,7 @@ void Informer::run_watch(std::stop_token stop) {
         {{"informer", options_.name},
          {"error", error.to_string()},
          {"retryInMs", std::to_string(retry_in.count())}});
+    watch_failed(error);
     if (user_on_error) user_on_error(error, retry_in);
   };
   while (!stop.stop_requested()) {
@@ -264,6 +325,7 @@ void Informer::run_watch(std::stop_token stop) {
     if (!result) {
       log(spdlog::level::err, "Watcher ended, restarting",
           {{"informer", options_.name}, {"error", result.error().to_string()}});
+      watch_failed(result.error());
     }
     options_.clock->sleep_for(stop, std::chrono::seconds(1));
   }

@@ -22,6 +22,9 @@
 //   `resync` event (low priority).
 // - An `accept` filter (a shard's hash range) drops what the server sent but the informer does not
 //   want, as if it had never been sent: a server that ignores shardSelector sends everything.
+// - Health (runtime/watch_health.h): when its list or watch keeps failing, problems() says so with
+//   the API server's last error (for /readyz), a warning is logged, and on_failing is called; the
+//   next progress ends it (logged at info).
 #include <rapidjson/document.h>
 
 #include <atomic>
@@ -44,6 +47,7 @@
 #include "runtime/object_event.h"
 #include "runtime/runnable.h"
 #include "runtime/selector.h"
+#include "runtime/watch_health.h"
 
 namespace myop::runtime {
 
@@ -68,6 +72,9 @@ struct InformerOptions {
   kube::WatcherOptions watcher{};
   // Resyncs, pending-write expiry and the watcher's waits run on it (it replaces watcher.clock).
   std::shared_ptr<const base::Clock> clock = base::system_clock();
+  // Called with true when the list or watch starts failing (runtime/watch_health.h) and with false
+  // when it recovers, or when the informer stops while failing; for a metric. May be empty.
+  std::function<void(bool failing)> on_failing;
 };
 
 class Informer final : public Runnable, public EventSource {
@@ -81,6 +88,8 @@ class Informer final : public Runnable, public EventSource {
   bool has_synced() const override { return synced_; }
   void on_synced(std::function<void()> callback) override;
   void subscribe(EventHandler handler) override;
+  // While the list or watch is failing: "<name> (<collection>): list and watch failing: <problem>".
+  std::vector<std::string> problems() const override;
 
   const ObjectCache& cache() const { return cache_; }
   // Indexes label `key` for lookups by its value (ObjectCache::index_label).
@@ -99,6 +108,8 @@ class Informer final : public Runnable, public EventSource {
   void handle(kube::WatcherEvent event);
   // Re-delivers every cached object as a resync event (the resync thread calls this).
   void resync();
+  // A failure the watcher will retry after (the watch thread calls this; unit tests call it directly).
+  void watch_failed(const kube::Error& error);
 
  private:
   struct PendingWrite {
@@ -110,6 +121,8 @@ class Informer final : public Runnable, public EventSource {
   ObjectPointer prepare(kube::Object object) const;
   void emit_locked(const ObjectEvent& event);
   void prune_locked(TimePoint now);
+  void watch_progressed();
+  std::string collection() const;  // the watch source's description, for messages
   void run_watch(std::stop_token stop);
   void run_resync(std::stop_token stop);
   Duration next_resync_delay();
@@ -128,6 +141,10 @@ class Informer final : public Runnable, public EventSource {
   bool initial_state_open_ = false;
   std::uint32_t list_epoch_ = 0;  // cache entries seen since InitStart carry it
   std::unordered_map<ObjectKey, PendingWrite, ObjectKeyHash> pending_writes_;
+
+  // Apart from mutex_, which event delivery holds: /readyz never waits on a subscriber.
+  mutable std::mutex health_mutex_;
+  WatchHealth health_;
 
   std::mt19937_64 random_{std::random_device{}()};
   std::jthread watch_thread_;

@@ -19,6 +19,12 @@ InformerRegistry::InformerRegistry(std::shared_ptr<kube::Client> client, Informe
                        "Watches dropped as stalled (no event and no bookmark for --watch-stall-timeout), "
                        "by resource")
                    .Register(*options_.registry);
+    failing_ = &prometheus::BuildGauge()
+                    .Name("myoperator_watch_failing")
+                    .Help(
+                        "Informers whose list and watch keep failing now (two attempts in a row without "
+                        "progress; /readyz names them and the API server's error), by resource")
+                    .Register(*options_.registry);
   }
 }
 
@@ -54,6 +60,18 @@ std::shared_ptr<InformerSet> InformerRegistry::informer(const kube::ResourceType
     options.watcher.on_stall = [registry = options_.registry, stalls, also = options.watcher.on_stall] {
       stalls->Increment();
       if (also) also();
+    };
+  }
+  if (failing_ != nullptr) {
+    prometheus::Gauge* failing = &failing_->Add({{"resource", type.qualified_resource()}});
+    options.on_failing = [registry = options_.registry, failing,
+                          also = options.on_failing](bool now_failing) {
+      if (now_failing) {
+        failing->Increment();
+      } else {
+        failing->Decrement();
+      }
+      if (also) also(now_failing);
     };
   }
   auto informers = scope.sharded
@@ -113,6 +131,19 @@ bool InformerRegistry::has_synced() const {
   std::lock_guard lock(mutex_);
   return std::all_of(entries_.begin(), entries_.end(),
                      [](const Entry& entry) { return entry.informers->has_synced(); });
+}
+
+std::vector<std::string> InformerRegistry::problems() const {
+  std::vector<std::shared_ptr<InformerSet>> sets;
+  {
+    std::lock_guard lock(mutex_);
+    for (const Entry& entry : entries_) sets.push_back(entry.informers);
+  }
+  std::vector<std::string> found;
+  for (const auto& set : sets) {
+    for (auto& problem : set->problems()) found.push_back(std::move(problem));
+  }
+  return found;
 }
 
 void InformerRegistry::on_synced(std::function<void()> callback) {

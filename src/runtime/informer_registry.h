@@ -18,6 +18,7 @@
 
 #include <prometheus/counter.h>
 #include <prometheus/family.h>
+#include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
 #include "kube/client.h"
@@ -42,8 +43,9 @@ struct InformerScope {
 struct InformerRegistryOptions {
   // Applied to every informer: resync period, clock, transform, watcher tuning.
   InformerOptions informer{};
-  // Where myoperator_watch_stalls_total{resource} counts the watches dropped as stalled (the Manager
-  // sets its own). Null: not counted.
+  // Where myoperator_watch_stalls_total{resource} counts the watches dropped as stalled and
+  // myoperator_watch_failing{resource} the informers whose list and watch are failing now (the
+  // Manager sets its own). Null: not counted.
   std::shared_ptr<prometheus::Registry> registry;
 };
 
@@ -64,6 +66,8 @@ class InformerRegistry final : public Runnable {
   void start() override;
   void stop() override;
   bool has_synced() const override;
+  // Every informer set's (Informer::problems): the caches whose list and watch are failing now.
+  std::vector<std::string> problems() const override;
   // The sharded informer sets (their slots are added and removed by the shard coordinator).
   std::vector<std::shared_ptr<InformerSet>> sharded() const;
   // Calls back when every informer set that exists now has synced (sets asked for later are started
@@ -83,6 +87,7 @@ class InformerRegistry final : public Runnable {
   std::shared_ptr<kube::Client> client_;
   InformerRegistryOptions options_;
   prometheus::Family<prometheus::Counter>* stalls_ = nullptr;  // null without a registry
+  prometheus::Family<prometheus::Gauge>* failing_ = nullptr;   // null without a registry
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;
   bool started_ = false;

@@ -133,6 +133,14 @@ void InformerSet::stop() {
   for (auto& informer : all_informers()) informer->stop();
 }
 
+std::vector<std::string> InformerSet::problems() const {
+  std::vector<std::string> found;
+  for (const auto& informer : all_informers()) {
+    for (auto& problem : informer->problems()) found.push_back(std::move(problem));
+  }
+  return found;
+}
+
 bool InformerSet::has_synced() const {
   const auto informers = all_informers();
   return std::all_of(informers.begin(), informers.end(),

@@ -46,6 +46,8 @@ class InformerSet final : public Runnable, public EventSource {
   bool has_synced() const override;
   void on_synced(std::function<void()> callback) override;
   void subscribe(EventHandler handler) override;
+  // Its informers' (Informer::problems).
+  std::vector<std::string> problems() const override;
 
   // Null when the object is not cached, or its namespace is out of scope.
   ObjectPointer get(const ObjectKey& key) const;

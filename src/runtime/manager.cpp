@@ -135,6 +135,8 @@ HttpResponse Manager::readyz() {
   std::string failures;
   for (const auto& runnable : runnables_) {
     if (!runnable->has_synced()) failures += runnable->name() + ": not synced\n";
+    // A cache that synced once but can no longer list or watch is stale: not ready either.
+    for (const auto& problem : runnable->problems()) failures += runnable->name() + ": " + problem + "\n";
   }
   {
     std::lock_guard lock(checks_mutex_);

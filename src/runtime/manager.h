@@ -11,7 +11,9 @@
 // controller from them.
 //
 // /healthz answers 200 while the process runs (and every health check passes).
-// /readyz answers 200 once every cache has synced (and every ready check passes), else 503.
+// /readyz answers 200 once every cache has synced, while none reports a problem (a list and watch
+// that keep failing, runtime/watch_health.h) and every ready check passes; else 503 with a line per
+// reason.
 // /metrics serves the registry in the Prometheus text format, over HTTPS with metrics_secure
 // (a certificate from metrics_cert_dir, reloaded when its files change, or a self-signed one made
 // at start), and only to scrapers the metrics_authorizer allows. Probes stay plain HTTP.

@@ -4,6 +4,7 @@
 // this replica leads, stopped, with in-flight writes cancelled, when it stops leading).
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace myop::runtime {
 
@@ -16,6 +17,9 @@ class Runnable {
   virtual void stop() = 0;
   // True once the initial state has been loaded (for caches: after the first full list).
   virtual bool has_synced() const = 0;
+  // Why it cannot do its work now, one line each, for /readyz (empty when it can). Caches: a list or
+  // watch that keeps failing (runtime/watch_health.h), so a synced cache that went stale says so.
+  virtual std::vector<std::string> problems() const { return {}; }
   // True for work that writes: the manager runs it only while this replica holds leadership.
   virtual bool needs_leader_election() const { return false; }
   // Calls `callback` once, when has_synced() turns true (at once when it already is), from the

@@ -14,6 +14,7 @@
 
 #include "base/base64.h"
 #include "myresource/operator_process.h"
+#include "myresource/types.h"
 #include "support/testenv.h"
 
 using namespace myop;
@@ -356,4 +357,166 @@ TEST_CASE(
   // The objects go while the operator still runs, so their finalizers are removed.
   testenv::kubectl("delete myresources.v1beta1.myorg.io --all -n " + ns.name() + " --wait=false");
   CHECK(eventually([&] { return stored_api_versions(ns.name()).empty(); }, 180s));
+}
+
+namespace {
+
+// The served version the operator does not read (myresource_type() names the one it does).
+std::string unwatched_version() {
+  return myresource::myresource_type().version == "v1alpha1" ? "v1beta1" : "v1alpha1";
+}
+
+// Both versions served, `stored` the storage version, conversion by the webhook at `url`; by the
+// versions' names, whatever their order in the CRD.
+void serve_both_storing(const std::string& stored, const std::string& url) {
+  std::istringstream names(jsonpath("crd myresources.myorg.io", "{.spec.versions[*].name}"));
+  std::string patch;
+  int index = 0;
+  for (std::string name; names >> name; ++index) {
+    const std::string path = "/spec/versions/" + std::to_string(index);
+    patch += R"({"op":"replace","path":")" + path + R"(/served","value":true},)";
+    patch += R"({"op":"replace","path":")" + path + R"(/storage","value":)" +
+             (name == stored ? "true" : "false") + "},";
+  }
+  REQUIRE(index == 2);
+  testenv::kubectl_or_fail(R"(patch crd myresources.myorg.io --type=json -p '[)" + patch +
+                           R"({"op":"add","path":"/spec/conversion","value":{"strategy":"Webhook","webhook":)"
+                           R"({"conversionReviewVersions":["v1"],"clientConfig":{"url":")" +
+                           url + R"("}}}}]')");
+  testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
+}
+
+void point_webhook_at(const std::string& url) {
+  testenv::kubectl_or_fail(
+      R"(patch crd myresources.myorg.io --type=json -p '[{"op":"replace","path":"/spec/conversion/webhook/clientConfig/url","value":")" +
+      url + R"("}]')");
+}
+
+}  // namespace
+
+// Every MyResource stored in the version the operator does not read, so each of its lists and watches
+// needs the conversion. The webhook down (the CRD pointed at a closed port): the API server refuses
+// those reads with the webhook's error, the running operator's /readyz fails naming its MyResource
+// informer and that error, and nothing is deleted; the webhook back: ready again, and a change made
+// meanwhile reaches its Deployment.
+TEST_CASE(
+    "conversion webhook down under a running operator: not ready with the API server's conversion error, "
+    "nothing lost, all resumes when it is back",
+    "[myresource][operator][conversion]") {
+  if (!testenv::owns_control_plane()) FAIL("needs a control plane of its own: it changes the MyResource CRD");
+  const auto test_start = std::chrono::steady_clock::now();
+  testenv::ScopedNamespace ns("webhook-down");
+  const unsigned short port = free_port();
+  OperatorProcess operator_process(webhook_operator("myop-webhook-down-" + ns.name(), ns.name(), port));
+  const std::string watched = myresource::myresource_type().version;
+  const std::string stored = unwatched_version();
+  const std::string webhook_url = "https://127.0.0.1:" + std::to_string(port) + "/convert";
+  serve_both_storing(stored, webhook_url);
+  operator_process.start();
+
+  const std::vector<std::string> names = {"alpha", "beta"};
+  for (const auto& name : names) {
+    const auto applied = testenv::kubectl_apply(
+        "apiVersion: myorg.io/" + stored + "\nkind: MyResource\nmetadata:\n  name: " + name +
+        "\n  namespace: " + ns.name() + "\nspec:\n  image: nginx:1.27.1\n  replicas: 1\n");
+    INFO(applied.output);
+    REQUIRE(applied.ok());
+  }
+  const std::string stored_collection = "myresources." + stored + ".myorg.io -n " + ns.name();
+  const std::string watched_collection = "myresources." + watched + ".myorg.io -n " + ns.name();
+  auto finalizers = [&] {
+    return jsonpath(stored_collection,
+                    "{range .items[*]}{.metadata.name}={.metadata.finalizers}{\"\\n\"}{end}");
+  };
+  auto deployments = [&] {
+    return jsonpath("deployments -n " + ns.name(),
+                    "{range .items[*]}{.metadata.name} {.metadata.uid}{\"\\n\"}{end}");
+  };
+  {
+    INFO("operator log:\n" << operator_process.log_tail(30));
+    REQUIRE(eventually(
+        [&] {
+          return testenv::kubectl("get deployment alpha -n " + ns.name()).ok() &&
+                 testenv::kubectl("get deployment beta -n " + ns.name()).ok() &&
+                 finalizers() == "alpha=[\"myorg.io/finalizer\"]\nbeta=[\"myorg.io/finalizer\"]\n";
+        },
+        60s));
+  }
+  // Stored in the version the operator does not read: every read it makes goes through the webhook.
+  CHECK(stored_as(ns.name(), "myorg.io/" + stored) == std::pair<std::size_t, std::size_t>(2, 2));
+  REQUIRE(operator_process.readyz().status == 200);
+  const std::string deployments_before = deployments();
+  const std::string finalizers_before = finalizers();
+  const auto mark = audit_mark();
+
+  // Down: the CRD's webhook at a port nobody listens on. The API server rebuilds the CRD's storage,
+  // which ends the operator's watches; their reopening needs the conversion. A change while down.
+  const auto down_at = std::chrono::steady_clock::now();
+  point_webhook_at("https://127.0.0.1:" + std::to_string(free_port()) + "/convert");
+  testenv::kubectl_or_fail("patch " + stored_collection.substr(0, stored_collection.find(' ')) +
+                           " alpha -n " + ns.name() +
+                           R"( --type=merge -p '{"spec":{"image":"nginx:1.27.2"}}')");
+
+  // The API server says why it cannot serve the operator's version...
+  testenv::CommandResult refused;
+  CHECK(eventually(
+      [&] {
+        refused = testenv::kubectl("get " + watched_collection + " -o name --request-timeout=10s");
+        return !refused.ok() && refused.output.find("conversion webhook for") != std::string::npos;
+      },
+      30s));
+  INFO("kubectl get in " << watched << ": " << refused.output);
+  CHECK_THAT(refused.output,
+             Catch::Contains("conversion webhook for myorg.io/" + stored + ", Kind=MyResource failed"));
+  // ...and the operator's readiness says the same, naming its MyResource cache.
+  OperatorProcess::Probe probe;
+  const bool unready = eventually(
+      [&] {
+        probe = operator_process.readyz();
+        return probe.status == 503 && probe.body.find("conversion webhook for") != std::string::npos;
+      },
+      60s);  // two failed attempts to reopen the watch; the API server answers some only after 30 s
+  const double unready_after = seconds_since(down_at);
+  INFO("/readyz " << probe.status << ":\n"
+                  << probe.body << "\noperator log:\n"
+                  << operator_process.log_tail(40));
+  CHECK(unready);
+  CHECK_THAT(probe.body, Catch::Contains("informers: myresources"));
+  CHECK_THAT(probe.body, Catch::Contains("myresources.myorg.io in namespace " + ns.name()));
+  CHECK_THAT(probe.body, Catch::Contains("list and watch failing"));
+  CHECK_THAT(operator_process.log_tail(200), Catch::Contains("Informer failing"));
+  CHECK(operator_process.running());
+
+  // Nothing lost: every MyResource with its finalizer, every Deployment (same uid), no delete sent.
+  CHECK(finalizers() == finalizers_before);
+  CHECK(deployments() == deployments_before);
+  for (const auto& write : audit_writes(operator_process.user(), mark)) {
+    INFO("operator write while down: " << write.describe());
+    CHECK(write.verb != "delete");
+    CHECK(write.verb != "deletecollection");
+  }
+
+  // Back up: ready again, and the change made while down reaches its Deployment.
+  const auto up_at = std::chrono::steady_clock::now();
+  point_webhook_at(webhook_url);
+  const bool ready_again = eventually([&] { return operator_process.readyz().status == 200; }, 60s);
+  const double ready_after = seconds_since(up_at);
+  INFO("operator log:\n" << operator_process.log_tail(40));
+  CHECK(ready_again);
+  CHECK(eventually(
+      [&] {
+        return jsonpath("deployment alpha -n " + ns.name(), "{.spec.template.spec.containers[0].image}") ==
+               "nginx:1.27.2";
+      },
+      30s));
+  const double changed_after = seconds_since(up_at);
+  CHECK_THAT(operator_process.log_tail(200), Catch::Contains("Informer recovered"));
+  CHECK(finalizers() == finalizers_before);
+  CHECK(jsonpath("deployment beta -n " + ns.name(), "{.spec.template.spec.containers[0].image}") ==
+        "nginx:1.27.1");
+  WARN("webhook down (operator reads "
+       << watched << ", objects stored as " << stored << "): /readyz failed " << unready_after
+       << " s after the webhook went down; ready again " << ready_after
+       << " s after it was back, the change made meanwhile in its "
+       << "Deployment " << changed_after << " s after; test " << seconds_since(test_start) << " s");
 }

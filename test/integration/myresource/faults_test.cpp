@@ -34,10 +34,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 // Applies `count` MyResources named <prefix>-<index> in one kubectl process (the admin, directly).
 void apply_myresources(const std::string& namespace_, const std::string& prefix, int count,
                        const std::string& image, int replicas = 1) {

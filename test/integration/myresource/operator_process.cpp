@@ -209,6 +209,18 @@ void OperatorProcess::kill() { process_.kill(); }
 
 void OperatorProcess::signal(int signal) { process_.signal(signal); }
 
+OperatorProcess::Probe OperatorProcess::readyz() const {
+  // The body, then the status on a line of its own.
+  const auto result = testenv::run(
+      "curl -s -w '\\n%{http_code}' http://127.0.0.1:" + std::to_string(probe_port_) + "/readyz");
+  Probe probe;
+  const auto last_line = result.output.rfind('\n');
+  if (!result.ok() || last_line == std::string::npos) return probe;
+  probe.status = std::atoi(result.output.c_str() + last_line + 1);
+  probe.body = result.output.substr(0, last_line);
+  return probe;
+}
+
 std::string OperatorProcess::metrics() const {
   auto result = testenv::run("curl -sf http://127.0.0.1:" + std::to_string(metrics_port_) + "/metrics");
   return result.ok() ? result.output : std::string();
@@ -230,6 +242,10 @@ std::string OperatorProcess::log_tail(std::size_t lines) const { return testing:
 std::string AuditEntry::describe() const {
   return verb + " " + resource + (subresource.empty() ? "" : "/" + subresource) + " " + namespace_ + "/" +
          name + " -> " + std::to_string(code);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
 std::size_t audit_mark() {

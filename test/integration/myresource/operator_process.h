@@ -62,6 +62,12 @@ class OperatorProcess {
   void signal(int signal);
   bool running();
 
+  // GET /readyz of the running process: the HTTP status (0 when it cannot be reached) and the body.
+  struct Probe {
+    int status = 0;
+    std::string body;
+  };
+  Probe readyz() const;
   // The metrics text (GET /metrics); "" when it cannot be read.
   std::string metrics() const;
   // The value of one sample line of /metrics, e.g. `myoperator_orphans_total{action="deleted"}`;
@@ -115,6 +121,9 @@ std::map<std::string, std::size_t> stored_api_versions(const std::string& namesp
 
 // A 127.0.0.1 port nobody listens on now (bound to port 0, then released).
 unsigned short free_port();
+
+// Seconds from `start` to now (for the figures tests report).
+double seconds_since(std::chrono::steady_clock::time_point start);
 
 // Polls `condition` every 200 ms until it holds or `timeout` passes; returns whether it held.
 bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout);

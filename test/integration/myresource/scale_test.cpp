@@ -45,10 +45,6 @@ std::string env_json(const rapidjson::Value* env) {
   return env == nullptr ? "[]" : kube::to_json_string(*env);
 }
 
-double seconds_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
 }  // namespace
 
 TEST_CASE(

@@ -15,6 +15,7 @@
 #include "runtime/informer.h"
 #include "runtime/informer_set.h"
 #include "support/fake_clock.h"
+#include "support/log_capture.h"
 
 using namespace myop;
 using namespace myop::runtime;
@@ -546,4 +547,47 @@ TEST_CASE("a sharded set's slots are redelivered on opening unless only owned ob
   both->watched_as(InformerSet::WatchedAs::owned);
   both->watched_as(InformerSet::WatchedAs::primary);
   CHECK(both->redelivered_on_open());
+}
+
+TEST_CASE("an informer whose watch cannot be reopened reports it until the watch works again",
+          "[runtime][informer]") {
+  myop::testing::LogCapture logs;
+  auto clock = std::make_shared<FakeClock>();
+  std::vector<bool> transitions;
+  InformerOptions options = informer_options({});
+  options.clock = clock;
+  options.on_failing = [&](bool failing) { transitions.push_back(failing); };
+  Informer informer(nullptr, options);
+  informer.handle(watcher_event(kube::WatcherEventType::InitStart));
+  informer.handle(watcher_event(kube::WatcherEventType::InitDone));
+  REQUIRE(informer.has_synced());
+
+  const auto refused = kube::make_error(
+      kube::Reason::TooManyRequests,
+      "storage is (re)initializing: conversion webhook for myorg.io/v1beta1, Kind=MyResource failed", 429);
+  informer.watch_failed(refused);
+  CHECK(informer.problems().empty());  // one failure: the next attempt decides
+  clock->advance(2s);
+  informer.watch_failed(refused);
+  const auto problems = informer.problems();
+  REQUIRE(problems.size() == 1);
+  CHECK_THAT(problems[0], Catch::StartsWith("configmaps ("));
+  CHECK_THAT(problems[0], Catch::Contains("list and watch failing: 2 attempts in a row failed over 2 s"));
+  CHECK_THAT(problems[0], Catch::Contains("conversion webhook for myorg.io/v1beta1, Kind=MyResource failed"));
+  CHECK(informer.has_synced());  // synced stays true: problems() is what says it is stale
+  CHECK(transitions == std::vector<bool>{true});
+  CHECK_THAT(logs.text(), Catch::Contains("Informer failing"));
+
+  // An event or a bookmark shows the watch works again.
+  informer.handle(watcher_event(kube::WatcherEventType::Bookmark));
+  CHECK(informer.problems().empty());
+  CHECK(transitions == std::vector<bool>{true, false});
+  CHECK_THAT(logs.text(), Catch::Contains("Informer recovered"));
+
+  // Stopped while failing: on_failing(false), so a gauge of failing informers does not keep it.
+  informer.watch_failed(refused);
+  informer.watch_failed(refused);
+  informer.stop();
+  CHECK(transitions == std::vector<bool>{true, false, true, false});
+  CHECK(informer.problems().empty());
 }

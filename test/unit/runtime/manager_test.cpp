@@ -25,6 +25,10 @@ class FakeCache final : public Runnable {
   void start() override { started = true; }
   void stop() override { stopped = true; }
   bool has_synced() const override { return synced; }
+  std::vector<std::string> problems() const override {
+    std::lock_guard lock(mutex);
+    return problem_lines;
+  }
   void on_synced(std::function<void()> callback) override {
     std::unique_lock lock(mutex);
     if (!synced) {
@@ -46,8 +50,9 @@ class FakeCache final : public Runnable {
   std::atomic<bool> started{false};
   std::atomic<bool> stopped{false};
   std::atomic<bool> synced{false};
-  std::mutex mutex;
+  mutable std::mutex mutex;
   std::function<void()> synced_callback;
+  std::vector<std::string> problem_lines;
 };
 
 class FakeElector final : public LeaderElector {
@@ -155,6 +160,40 @@ TEST_CASE("probes: alive at once, ready after caches sync, metrics served", "[ru
   stop.request_stop();
   CHECK(exit_code.get() == 0);
   CHECK(cache->stopped);
+}
+
+TEST_CASE("probes: a synced cache that reports a problem is not ready until it clears",
+          "[runtime][manager]") {
+  Manager manager(local_options());
+  auto cache = std::make_shared<FakeCache>();
+  manager.add_runnable(cache);
+  std::stop_source stop;
+  auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
+  REQUIRE(eventually([&] { return cache->started && manager.probe_port() != 0; }));
+  cache->sync();
+  REQUIRE(eventually([&] { return manager.caches_synced(); }));
+  CHECK(http_request(manager.probe_port(), "/readyz").status == 200);
+
+  {
+    std::lock_guard lock(cache->mutex);
+    cache->problem_lines = {
+        "myresources (myresources.myorg.io in all namespaces): list and watch failing: "
+        "conversion webhook for myorg.io/v1beta1, Kind=MyResource failed"};
+  }
+  const auto failing = http_request(manager.probe_port(), "/readyz");
+  CHECK(failing.status == 503);
+  CHECK_THAT(failing.body,
+             Catch::StartsWith("fake-cache: myresources (myresources.myorg.io in all namespaces)"));
+  CHECK_THAT(failing.body, Catch::Contains("conversion webhook for myorg.io/v1beta1"));
+  CHECK(http_request(manager.probe_port(), "/healthz").status == 200);  // alive all along
+
+  {
+    std::lock_guard lock(cache->mutex);
+    cache->problem_lines.clear();
+  }
+  CHECK(http_request(manager.probe_port(), "/readyz").status == 200);
+  stop.request_stop();
+  CHECK(exit_code.get() == 0);
 }
 
 TEST_CASE("graceful shutdown waits for the in-flight reconcile and releases the lease",
