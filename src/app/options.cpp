@@ -135,8 +135,13 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       "<service>.<namespace>.svc.cluster.local");
   add("webhook-cert-names", options.webhook_cert_names_flag,
       "More names for the self-managed webhook certificate, comma-separated (the host of a webhook URL)");
-  add("webhook-crds", options.webhook_crds_flag,
-      "CRDs whose conversion webhook caBundle the operator keeps current, comma-separated");
+  // `--webhook-crds=` means none. expected(0, 1) keeps it from taking the next argument as its value,
+  // and without capture_default_str an empty value is not replaced by the default.
+  app.add_option("--webhook-crds", options.webhook_crds_flag,
+                 "CRDs whose conversion webhook caBundle the operator keeps current, comma-separated "
+                 "(default: myresources.myorg.io); empty: none (the caBundle is someone else's)")
+      ->envname(environment_name("webhook-crds"))
+      ->expected(0, 1);
   std::string webhook_cert_validity = "8760h";
   std::string webhook_ca_validity = "87600h";
   add("webhook-cert-validity", webhook_cert_validity,

@@ -223,13 +223,14 @@ namespace {
 // webhook at `url`, and status.storedVersions [v1alpha1] (earlier cases of this control plane stored
 // v1beta1). The operator, which works on v1beta1, reads everything through the webhook.
 void v1alpha1_stored_crd(const std::string& url) {
-  testenv::kubectl_or_fail(R"(patch crd myresources.myorg.io --type=json -p '[)"
-                           R"({"op":"replace","path":"/spec/versions/0/storage","value":true},)"
-                           R"({"op":"replace","path":"/spec/versions/1/served","value":true},)"
-                           R"({"op":"replace","path":"/spec/versions/1/storage","value":false},)"
-                           R"({"op":"replace","path":"/spec/conversion","value":{"strategy":"Webhook","webhook":)"
-                           R"({"conversionReviewVersions":["v1"],"clientConfig":{"url":")" +
-                           url + R"("}}}}]')");
+  testenv::kubectl_or_fail(
+      R"(patch crd myresources.myorg.io --type=json -p '[)"
+      R"({"op":"replace","path":"/spec/versions/0/storage","value":true},)"
+      R"({"op":"replace","path":"/spec/versions/1/served","value":true},)"
+      R"({"op":"replace","path":"/spec/versions/1/storage","value":false},)"
+      R"({"op":"replace","path":"/spec/conversion","value":{"strategy":"Webhook","webhook":)"
+      R"({"conversionReviewVersions":["v1"],"clientConfig":{"url":")" +
+      url + R"("}}}}]')");
   testenv::kubectl_or_fail(
       R"(patch crd myresources.myorg.io --subresource=status --type=merge -p '{"status":{"storedVersions":["v1alpha1"]}}')");
   testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
@@ -278,7 +279,8 @@ TEST_CASE(
   };
   INFO("operator log:\n" << operator_process.log_tail(40));
   REQUIRE(eventually([&] { return ready() == kObjects; }, 300s));
-  CHECK(stored_api_versions(ns.name()) == std::map<std::string, std::size_t>{{"myorg.io/v1alpha1", kObjects}});
+  CHECK(stored_api_versions(ns.name()) ==
+        std::map<std::string, std::size_t>{{"myorg.io/v1alpha1", kObjects}});
   std::this_thread::sleep_for(3s);  // the last status and event writes of the rollouts settle
 
   // The upgrade: the operator stopped, the CRD of this release (v1beta1 stored, conversion by the

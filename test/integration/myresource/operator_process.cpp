@@ -68,7 +68,8 @@ void install_prerequisites() {
 std::map<std::string, std::size_t> stored_api_versions(const std::string& namespace_) {
   std::map<std::string, std::size_t> counts;
   static const std::string kField = "\"apiVersion\":\"";
-  for (const auto& [key, value] : testenv::etcd_values("/registry/myorg.io/myresources/" + namespace_ + "/")) {
+  for (const auto& [key, value] :
+       testenv::etcd_values("/registry/myorg.io/myresources/" + namespace_ + "/")) {
     const auto at = value.find(kField);
     const auto end = at == std::string::npos ? at : value.find('"', at + kField.size());
     ++counts[end == std::string::npos ? "(no apiVersion) " + key

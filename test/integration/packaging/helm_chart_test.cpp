@@ -459,8 +459,9 @@ TEST_CASE(
     CHECK((*issued)["spec"]["issuerRef"]["name"].as<std::string>() == "internal-ca");
   }
   SECTION("webhook.enabled=false: no Service, no flag, no port, no RBAC; the CRD calls webhook.url") {
-    const auto objects = yaml_documents(helm_template(
-        "-n my-operator-system --set webhook.enabled=false --set webhook.url=https://webhook.example:9443/convert"));
+    const auto objects =
+        yaml_documents(helm_template("-n my-operator-system --set webhook.enabled=false --set "
+                                     "webhook.url=https://webhook.example:9443/convert"));
     const auto crd = find_object(objects, "CustomResourceDefinition", "myresources.myorg.io");
     REQUIRE(crd);
     const YAML::Node client_config = (*crd)["spec"]["conversion"]["webhook"]["clientConfig"];
@@ -506,9 +507,9 @@ TEST_CASE("packaging: the rendered CRD is config/crd's, marked keep", "[packagin
   CHECK(service["name"].as<std::string>("") == "ops-webhook");
   CHECK(service["path"].as<std::string>("") == "/convert");
   CHECK(service["port"].as<int>(0) == 443);
-  const auto by_url = yaml_documents(
-      helm_template("-n my-operator-system --show-only templates/crds.yaml --set "
-                    "webhook.url=https://127.0.0.1:9443/convert --set webhook.caBundle=Q0EK"));
+  const auto by_url =
+      yaml_documents(helm_template("-n my-operator-system --show-only templates/crds.yaml --set "
+                                   "webhook.url=https://127.0.0.1:9443/convert --set webhook.caBundle=Q0EK"));
   const YAML::Node client_config =
       objects_of_kind(by_url, "CustomResourceDefinition")[0]["spec"]["conversion"]["webhook"]["clientConfig"];
   CHECK(client_config["url"].as<std::string>("") == "https://127.0.0.1:9443/convert");

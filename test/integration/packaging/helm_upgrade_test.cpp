@@ -57,8 +57,6 @@ class AdoptedClusterObjects {
   AdoptedClusterObjects& operator=(const AdoptedClusterObjects&) = delete;
 };
 
-
-
 const std::string kCrd = "crd myresources.myorg.io";
 
 std::string crd_field(const std::string& path) {
@@ -75,7 +73,8 @@ std::string read(const std::string& what, const std::string& path) {
 std::size_t count_lines(const std::string& text, const std::string& equal_to = "") {
   std::size_t count = 0;
   std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) count += equal_to.empty() ? !line.empty() : line == equal_to;
+  for (std::string line; std::getline(lines, line);)
+    count += equal_to.empty() ? !line.empty() : line == equal_to;
   return count;
 }
 
@@ -99,7 +98,8 @@ TEST_CASE(
     "packaging: helm upgrade from chart 0.0.1 stores 500 MyResources as v1beta1 after the migration, "
     "v1alpha1 still works, and helm rollback hides the moved fields until the next upgrade",
     "[packaging][helm][upgrade][conversion]") {
-  if (!testenv::owns_control_plane()) FAIL("needs a control plane of its own: it replaces the MyResource CRD");
+  if (!testenv::owns_control_plane())
+    FAIL("needs a control plane of its own: it replaces the MyResource CRD");
   constexpr int kObjects = 500;
   testenv::ScopedNamespace release_namespace("pkg-helm-upgrade");
   testenv::ScopedNamespace objects("pkg-upgrade-objects");
@@ -149,7 +149,8 @@ TEST_CASE(
     INFO(created.output.substr(0, 2000));
     REQUIRE(created.ok());
   }
-  CHECK(stored_api_versions(objects.name()) == std::map<std::string, std::size_t>{{"myorg.io/v1alpha1", kObjects}});
+  CHECK(stored_api_versions(objects.name()) ==
+        std::map<std::string, std::size_t>{{"myorg.io/v1alpha1", kObjects}});
 
   {
     const auto upgraded = helm("upgrade " + release + " " + current_chart + common);
@@ -185,17 +186,20 @@ TEST_CASE(
   INFO("operator log:\n" << operator_process.log_tail(40));
   REQUIRE(eventually([&] { return crd_field("{.status.storedVersions}") == R"(["v1beta1"])"; }, 240s));
   const double migrated = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  CHECK(stored_api_versions(objects.name()) == std::map<std::string, std::size_t>{{"myorg.io/v1beta1", kObjects}});
+  CHECK(stored_api_versions(objects.name()) ==
+        std::map<std::string, std::size_t>{{"myorg.io/v1beta1", kObjects}});
   auto ready = [&] {
     return count_lines(
-        testenv::kubectl("get " + alpha + in_objects +
-                         R"( -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}')")
+        testenv::kubectl(
+            "get " + alpha + in_objects +
+            R"( -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}')")
             .output,
         "True");
   };
   REQUIRE(eventually([&] { return ready() == kObjects; }, 300s));
   const double all_ready = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  CHECK(count_lines(testenv::kubectl("get deployments" + in_objects + " -o name").output) == kObjects + kObjects / 10);
+  CHECK(count_lines(testenv::kubectl("get deployments" + in_objects + " -o name").output) ==
+        kObjects + kObjects / 10);
   CHECK(read(alpha + "app-10" + in_objects, "{.spec}") == R"({"image":"nginx:1.27.1","replicas":1})");
   CHECK(read(alpha + "app-10" + in_objects, "{.metadata.annotations.myorg\\.io/canary}") == "true");
 
@@ -228,8 +232,11 @@ TEST_CASE(
   CHECK(crd_field("{.spec.versions[?(@.storage==true)].name}") == "v1alpha1");
   CHECK(crd_field("{.spec.versions[?(@.served==true)].name}") == "v1alpha1");
   CHECK(crd_field("{.spec.conversion.strategy}") == "None");
-  CHECK(eventually([&] { return read(alpha + "app-10" + in_objects, "{.metadata.annotations.myorg\\.io/canary}").empty(); },
-                   30s));
+  CHECK(eventually(
+      [&] {
+        return read(alpha + "app-10" + in_objects, "{.metadata.annotations.myorg\\.io/canary}").empty();
+      },
+      30s));
   CHECK(read(alpha + "app-10" + in_objects, "{.spec.image}") == "nginx:1.27.1");
   CHECK(stored_api_versions(objects.name()) ==
         std::map<std::string, std::size_t>{{"myorg.io/v1beta1", kObjects + 1}});
@@ -240,8 +247,11 @@ TEST_CASE(
     INFO(upgraded.output);
     REQUIRE(upgraded.ok());
   }
-  CHECK(eventually([&] { return read(alpha + "app-10" + in_objects, "{.metadata.annotations.myorg\\.io/canary}") == "true"; },
-                   30s));
+  CHECK(eventually(
+      [&] {
+        return read(alpha + "app-10" + in_objects, "{.metadata.annotations.myorg\\.io/canary}") == "true";
+      },
+      30s));
   CHECK(read(beta + "late" + in_objects, "{.spec.canary.targetVersion}") == "1.27.3");
   WARN("helm upgrade of " << kObjects << " MyResources: storedVersions [v1beta1] " << migrated
                           << " s after the operator started, all Ready after " << all_ready << " s");

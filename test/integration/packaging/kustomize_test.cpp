@@ -38,9 +38,8 @@ TEST_CASE("packaging: kubectl apply -k config/default --dry-run=server is accept
   // names its webhook by URL (hack/test-fixture.sh), config/crd's by Service, and a client-side apply
   // without last-applied-configuration would keep both, which the API server refuses.
   FixedNamespace system_namespace("my-operator-system");
-  const auto result =
-      testenv::kubectl("apply --server-side --force-conflicts -k " + shell_quote(folder) +
-                       " --dry-run=server --validate=strict");
+  const auto result = testenv::kubectl("apply --server-side --force-conflicts -k " + shell_quote(folder) +
+                                       " --dry-run=server --validate=strict");
   INFO(result.output);
   CHECK(result.ok());
   for (const char* object :
@@ -90,9 +89,8 @@ TEST_CASE(
     "[packaging][kustomize]") {
   FixedNamespace system_namespace("my-operator-system");
   const std::string folder = testenv::source_dir() + "/config/metrics-certificate";
-  const auto result =
-      testenv::kubectl("apply --server-side --force-conflicts -k " + shell_quote(folder) +
-                       " --dry-run=server --validate=strict");
+  const auto result = testenv::kubectl("apply --server-side --force-conflicts -k " + shell_quote(folder) +
+                                       " --dry-run=server --validate=strict");
   INFO(result.output);
   CHECK(result.ok());
   CHECK(result.output.find("deployment.apps/my-operator") != std::string::npos);

@@ -166,7 +166,8 @@ class ReleaseGuard {
 // by Service: a client-side apply without last-applied-configuration would keep the URL beside the
 // Service, which the API server refuses.
 inline testenv::CommandResult server_dry_run(const std::string& manifest) {
-  return testenv::kubectl_apply(manifest, "--server-side --force-conflicts --dry-run=server --validate=strict");
+  return testenv::kubectl_apply(manifest,
+                                "--server-side --force-conflicts --dry-run=server --validate=strict");
 }
 
 }  // namespace myop::packaging

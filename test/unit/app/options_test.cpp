@@ -108,3 +108,14 @@ TEST_CASE("webhook only: off by default, needs the webhook's address, refuses le
   CHECK(std::get<int>(parse({"--webhook-only", "--webhook-bind-address", ":9443", "--leader-elect"})) != 0);
   CHECK(std::get<int>(parse({"--webhook-only", "--webhook-bind-address", ":9443", "--sharding"})) != 0);
 }
+
+TEST_CASE("webhook CRDs: an empty --webhook-crds= keeps no CRD and does not take the next flag as its value",
+          "[app][options][webhook]") {
+  const auto none = parse({"--webhook-crds=", "--webhook-service", "other"});
+  REQUIRE(std::holds_alternative<Options>(none));
+  CHECK(std::get<Options>(none).webhook_crds.empty());
+  CHECK(std::get<Options>(none).webhook_service == "other");
+  const auto defaults = parse({});
+  REQUIRE(std::holds_alternative<Options>(defaults));
+  CHECK(std::get<Options>(defaults).webhook_crds == std::vector<std::string>{"myresources.myorg.io"});
+}
