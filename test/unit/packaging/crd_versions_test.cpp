@@ -43,19 +43,28 @@ std::string dump(const YAML::Node& node) {
 }  // namespace
 
 TEST_CASE(
-    "packaging: v1alpha1 is the one storage version and v1beta1 is served only with the conversion webhook",
+    "packaging: v1beta1 is the one storage version, both versions are served, converted by the webhook",
     "[packaging][crd]") {
   YAML::Node definition = crd();
   std::set<std::string> stored;
   for (const YAML::Node& candidate : definition["spec"]["versions"]) {
     if (candidate["storage"].as<bool>()) stored.insert(candidate["name"].as<std::string>());
   }
-  CHECK(stored == std::set<std::string>{"v1alpha1"});
+  CHECK(stored == std::set<std::string>{"v1beta1"});
+  CHECK(version(definition, "v1alpha1")["served"].as<bool>());
+  CHECK(version(definition, "v1beta1")["served"].as<bool>());
   // With strategy None the API server only rewrites apiVersion: v1alpha1's schema would prune the
   // fields v1beta1 moved into the spec.
-  const bool webhook = definition["spec"]["conversion"] &&
-                       definition["spec"]["conversion"]["strategy"].as<std::string>() == "Webhook";
-  CHECK((webhook || !version(definition, "v1beta1")["served"].as<bool>()));
+  const YAML::Node conversion = definition["spec"]["conversion"];
+  REQUIRE(conversion);
+  CHECK(conversion["strategy"].as<std::string>("") == "Webhook");
+  CHECK(dump(conversion["webhook"]["conversionReviewVersions"]) == "[v1]");
+  // The Service of config/default; the chart sets its release's (templates/crds.yaml).
+  const YAML::Node service = conversion["webhook"]["clientConfig"]["service"];
+  CHECK(service["namespace"].as<std::string>("") == "my-operator-system");
+  CHECK(service["name"].as<std::string>("") == "my-operator-webhook");
+  CHECK(service["path"].as<std::string>("") == "/convert");
+  CHECK(service["port"].as<int>(0) == 443);
 }
 
 TEST_CASE("packaging: the v1beta1 schema is v1alpha1's with the moved annotations as spec fields",
