@@ -23,23 +23,33 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// The shipped CRD switched to what v1beta1 as the storage version needs: v1beta1 served and stored,
-// v1alpha1 served, converted by the webhook at `url`.
-void convert_through_webhook(const std::string& url) {
-  testenv::kubectl_or_fail(R"(patch crd myresources.myorg.io --type=json -p '[)"
-                           R"({"op":"replace","path":"/spec/versions/0/storage","value":false},)"
-                           R"({"op":"replace","path":"/spec/versions/1/served","value":true},)"
-                           R"({"op":"replace","path":"/spec/versions/1/storage","value":true},)"
+std::string jsonpath(const std::string& what, const std::string& path) {
+  const auto result = testenv::kubectl("get " + what + " -o jsonpath='" + path + "'");
+  return result.ok() ? result.output : "(error) " + result.output;
+}
+
+// Both versions served, `stored` the storage version, conversion by the webhook at `url`; by the
+// versions' names, whatever their order in the CRD.
+void serve_both_storing(const std::string& stored, const std::string& url) {
+  std::istringstream names(jsonpath("crd myresources.myorg.io", "{.spec.versions[*].name}"));
+  std::string patch;
+  int index = 0;
+  for (std::string name; names >> name; ++index) {
+    const std::string path = "/spec/versions/" + std::to_string(index);
+    patch += R"({"op":"replace","path":")" + path + R"(/served","value":true},)";
+    patch += R"({"op":"replace","path":")" + path + R"(/storage","value":)" +
+             (name == stored ? "true" : "false") + "},";
+  }
+  REQUIRE(index == 2);
+  testenv::kubectl_or_fail(R"(patch crd myresources.myorg.io --type=json -p '[)" + patch +
                            R"({"op":"add","path":"/spec/conversion","value":{"strategy":"Webhook","webhook":)"
                            R"({"conversionReviewVersions":["v1"],"clientConfig":{"url":")" +
                            url + R"("}}}}]')");
   testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
 }
 
-std::string jsonpath(const std::string& what, const std::string& path) {
-  const auto result = testenv::kubectl("get " + what + " -o jsonpath='" + path + "'");
-  return result.ok() ? result.output : "(error) " + result.output;
-}
+// The shipped CRD: v1beta1 stored, v1alpha1 served, converted by the webhook at `url`.
+void convert_through_webhook(const std::string& url) { serve_both_storing("v1beta1", url); }
 
 // An operator of its own user in `ns` that serves the webhook on `port` of loopback with its
 // self-managed certificates (and the RBAC they need), with `more_args` after.
@@ -223,17 +233,9 @@ namespace {
 // webhook at `url`, and status.storedVersions [v1alpha1] (earlier cases of this control plane stored
 // v1beta1). The operator, which works on v1beta1, reads everything through the webhook.
 void v1alpha1_stored_crd(const std::string& url) {
-  testenv::kubectl_or_fail(
-      R"(patch crd myresources.myorg.io --type=json -p '[)"
-      R"({"op":"replace","path":"/spec/versions/0/storage","value":true},)"
-      R"({"op":"replace","path":"/spec/versions/1/served","value":true},)"
-      R"({"op":"replace","path":"/spec/versions/1/storage","value":false},)"
-      R"({"op":"replace","path":"/spec/conversion","value":{"strategy":"Webhook","webhook":)"
-      R"({"conversionReviewVersions":["v1"],"clientConfig":{"url":")" +
-      url + R"("}}}}]')");
+  serve_both_storing("v1alpha1", url);
   testenv::kubectl_or_fail(
       R"(patch crd myresources.myorg.io --subresource=status --type=merge -p '{"status":{"storedVersions":["v1alpha1"]}}')");
-  testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
 }
 
 }  // namespace
@@ -257,15 +259,7 @@ TEST_CASE(
   v1alpha1_stored_crd(url);
   operator_process.start();
 
-  std::string manifest;
-  for (int i = 0; i < kObjects; ++i) {
-    manifest += "---\napiVersion: myorg.io/v1alpha1\nkind: MyResource\nmetadata:\n  name: app-" +
-                std::to_string(i) + "\n  namespace: " + ns.name() + "\n";
-    if (i % 10 == 0)
-      manifest += "  annotations:\n    myorg.io/canary: \"true\"\n    myorg.io/targetVersion: \"1.27.2\"\n";
-    manifest += "spec:\n  image: nginx:1.27.1\n  replicas: 1\n";
-  }
-  const auto created = testenv::kubectl_apply(manifest);
+  const auto created = testenv::kubectl_apply(v1alpha1_fleet_manifest(ns.name(), kObjects));
   INFO(created.output.substr(0, 2000));
   REQUIRE(created.ok());
   auto ready = [&] {
@@ -363,35 +357,15 @@ TEST_CASE(
 
 namespace {
 
-// The served version the operator does not read (myresource_type() names the one it does).
-std::string unwatched_version() {
-  return myresource::myresource_type().version == "v1alpha1" ? "v1beta1" : "v1alpha1";
-}
-
-// Both versions served, `stored` the storage version, conversion by the webhook at `url`; by the
-// versions' names, whatever their order in the CRD.
-void serve_both_storing(const std::string& stored, const std::string& url) {
-  std::istringstream names(jsonpath("crd myresources.myorg.io", "{.spec.versions[*].name}"));
-  std::string patch;
-  int index = 0;
-  for (std::string name; names >> name; ++index) {
-    const std::string path = "/spec/versions/" + std::to_string(index);
-    patch += R"({"op":"replace","path":")" + path + R"(/served","value":true},)";
-    patch += R"({"op":"replace","path":")" + path + R"(/storage","value":)" +
-             (name == stored ? "true" : "false") + "},";
-  }
-  REQUIRE(index == 2);
-  testenv::kubectl_or_fail(R"(patch crd myresources.myorg.io --type=json -p '[)" + patch +
-                           R"({"op":"add","path":"/spec/conversion","value":{"strategy":"Webhook","webhook":)"
-                           R"({"conversionReviewVersions":["v1"],"clientConfig":{"url":")" +
-                           url + R"("}}}}]')");
-  testenv::kubectl_or_fail("wait --for=condition=Established crd/myresources.myorg.io --timeout=60s");
-}
-
 void point_webhook_at(const std::string& url) {
   testenv::kubectl_or_fail(
       R"(patch crd myresources.myorg.io --type=json -p '[{"op":"replace","path":"/spec/conversion/webhook/clientConfig/url","value":")" +
       url + R"("}]')");
+}
+
+// The served version the operator does not read (myresource_type() names the one it does).
+std::string unwatched_version() {
+  return myresource::myresource_type().version == "v1alpha1" ? "v1beta1" : "v1alpha1";
 }
 
 }  // namespace

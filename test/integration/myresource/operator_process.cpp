@@ -65,6 +65,18 @@ void install_prerequisites() {
 
 }  // namespace
 
+std::string v1alpha1_fleet_manifest(const std::string& namespace_, int count) {
+  std::string manifest;
+  for (int i = 0; i < count; ++i) {
+    manifest += "---\napiVersion: myorg.io/v1alpha1\nkind: MyResource\nmetadata:\n  name: app-" +
+                std::to_string(i) + "\n  namespace: " + namespace_ + "\n";
+    if (i % 10 == 0)
+      manifest += "  annotations:\n    myorg.io/canary: \"true\"\n    myorg.io/targetVersion: \"1.27.2\"\n";
+    manifest += "spec:\n  image: nginx:1.27.1\n  replicas: 1\n";
+  }
+  return manifest;
+}
+
 std::map<std::string, std::size_t> stored_api_versions(const std::string& namespace_) {
   std::map<std::string, std::size_t> counts;
   static const std::string kField = "\"apiVersion\":\"";

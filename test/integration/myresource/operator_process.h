@@ -115,6 +115,10 @@ std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark 
 std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark = 0);
 std::string describe(const std::vector<AuditEntry>& entries);
 
+// `count` MyResources app-0, app-1, ... of `namespace_` written as v1alpha1 (nginx:1.27.1, one
+// replica), every tenth with a canary on 1.27.2: one multi-document manifest, as an old Git tree has.
+std::string v1alpha1_fleet_manifest(const std::string& namespace_, int count);
+
 // How many MyResources of `namespace_` etcd holds in each apiVersion (what the API server stored them
 // as), e.g. {"myorg.io/v1beta1": 500}. Needs the fixture's control plane.
 std::map<std::string, std::size_t> stored_api_versions(const std::string& namespace_);

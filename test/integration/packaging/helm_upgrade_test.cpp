@@ -136,16 +136,8 @@ TEST_CASE(
   CHECK(crd_field("{.spec.versions[?(@.served==true)].name}") == "v1alpha1");
   CHECK(crd_field("{.spec.versions[?(@.storage==true)].name}") == "v1alpha1");
 
-  std::string manifest;
-  for (int i = 0; i < kObjects; ++i) {
-    manifest += "---\napiVersion: myorg.io/v1alpha1\nkind: MyResource\nmetadata:\n  name: app-" +
-                std::to_string(i) + "\n  namespace: " + objects.name() + "\n";
-    if (i % 10 == 0)
-      manifest += "  annotations:\n    myorg.io/canary: \"true\"\n    myorg.io/targetVersion: \"1.27.2\"\n";
-    manifest += "spec:\n  image: nginx:1.27.1\n  replicas: 1\n";
-  }
   {
-    const auto created = testenv::kubectl_apply(manifest);
+    const auto created = testenv::kubectl_apply(v1alpha1_fleet_manifest(objects.name(), kObjects));
     INFO(created.output.substr(0, 2000));
     REQUIRE(created.ok());
   }

@@ -42,9 +42,8 @@ std::string dump(const YAML::Node& node) {
 
 }  // namespace
 
-TEST_CASE(
-    "packaging: v1beta1 is the one storage version, both versions are served, converted by the webhook",
-    "[packaging][crd]") {
+TEST_CASE("packaging: v1beta1 is the one storage version, both versions are served, converted by the webhook",
+          "[packaging][crd]") {
   YAML::Node definition = crd();
   std::set<std::string> stored;
   for (const YAML::Node& candidate : definition["spec"]["versions"]) {
