@@ -13,17 +13,9 @@
 namespace myop::myresource {
 namespace {
 
-// A MyResource event worth a reconcile: anything but a status-only write (which would loop on our
-// own status updates). Spec changes move the generation (in v1beta1 the canary and feature settings
-// are spec fields); labels, annotations, finalizers and deletion do not, so they are checked on
-// their own.
-bool myresource_changed(const runtime::ObjectEvent& event) {
-  if (event.type != runtime::EventType::updated || !event.old_object) return true;
-  const kube::ObjectView now = event.object->view();
-  const kube::ObjectView before = event.old_object->view();
-  return now.generation() != before.generation() || now.labels() != before.labels() ||
-         now.annotations() != before.annotations() || now.finalizers() != before.finalizers() ||
-         now.deletion_timestamp() != before.deletion_timestamp();
+// Both absent, or both present and equal.
+bool same_json(const kube::JsonValue* now, const kube::JsonValue* before) {
+  return now == nullptr ? before == nullptr : before != nullptr && *now == *before;
 }
 
 // A Deployment with our labels but no controller owner is adopted by the MyResource its label names.
@@ -34,6 +26,20 @@ std::optional<runtime::ObjectKey> adopting_myresource(const kube::Object& deploy
 }
 
 }  // namespace
+
+// The spec is compared itself, not only the generation: the API server moves
+// the generation when the spec changes in the version of the request, so a v1alpha1 write that only
+// changes the canary or features annotations (spec.canary and spec.features of the v1beta1 we read,
+// through the conversion webhook) keeps the generation. Labels, annotations, finalizers and
+// deletion never move it, so they are checked on their own.
+bool myresource_changed(const runtime::ObjectEvent& event) {
+  if (event.type != runtime::EventType::updated || !event.old_object) return true;
+  const kube::ObjectView now = event.object->view();
+  const kube::ObjectView before = event.old_object->view();
+  return now.generation() != before.generation() || !same_json(now.find({"spec"}), before.find({"spec"})) ||
+         now.labels() != before.labels() || now.annotations() != before.annotations() ||
+         now.finalizers() != before.finalizers() || now.deletion_timestamp() != before.deletion_timestamp();
+}
 
 std::shared_ptr<runtime::Controller> add_myresource_controller(runtime::Manager& manager,
                                                                const MyResourceControllerOptions& options) {

@@ -20,6 +20,10 @@ struct MyResourceControllerOptions {
   std::string version;
 };
 
+// Whether a MyResource event is worth a reconcile: anything but a status-only write (which would loop
+// on our own status updates), and spec changes even when the generation stays.
+bool myresource_changed(const runtime::ObjectEvent& event);
+
 std::shared_ptr<runtime::Controller> add_myresource_controller(runtime::Manager& manager,
                                                                const MyResourceControllerOptions& options);
 

@@ -15,6 +15,7 @@
 #include <sstream>
 #include <thread>
 
+#include "myresource/types.h"
 #include "support/testenv.h"
 
 namespace myop::testing {
@@ -64,6 +65,12 @@ void install_prerequisites() {
 }
 
 }  // namespace
+
+kube::ResourceType myresource_v1alpha1_type() {
+  kube::ResourceType type = myresource::myresource_type();
+  type.version = "v1alpha1";
+  return type;
+}
 
 std::string v1alpha1_fleet_manifest(const std::string& namespace_, int count) {
   std::string manifest;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "kube/resource.h"
 #include "support/child_process.h"
 
 namespace myop::testing {
@@ -114,6 +115,10 @@ std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark 
 // excepted: those are the operator's report and heartbeat, not changes to the cluster.
 std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark = 0);
 std::string describe(const std::vector<AuditEntry>& entries);
+
+// The MyResource collection in v1alpha1, the version users' manifests name (the operator works on
+// v1beta1): the API server converts through the fixture's webhook.
+kube::ResourceType myresource_v1alpha1_type();
 
 // `count` MyResources app-0, app-1, ... of `namespace_` written as v1alpha1 (nginx:1.27.1, one
 // replica), every tenth with a canary on 1.27.2: one multi-document manifest, as an old Git tree has.

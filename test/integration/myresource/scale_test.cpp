@@ -102,7 +102,7 @@ TEST_CASE(
                              resource_name(index) + R"("},"spec":{"image":"nginx:1.27.1","replicas":1}})";
     rapidjson::Document body;
     body.Parse(json.c_str());
-    return client->create(myresource::myresource_type(), ns.name(), body).ok();
+    return client->create(myresource_v1alpha1_type(), ns.name(), body).ok();
   });
   const double created_after = seconds_since(started);
   writer.join();

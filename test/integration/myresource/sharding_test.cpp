@@ -216,7 +216,7 @@ void create_myresources(const Namespaces& namespaces, int count) {
             std::to_string(index) + R"("},"spec":{"image":"nginx:1.27.0","replicas":1}})";
         rapidjson::Document body;
         body.Parse(json.c_str());
-        if (!client->create(myresource::myresource_type(), ns, body).ok()) ++failures;
+        if (!client->create(myresource_v1alpha1_type(), ns, body).ok()) ++failures;
       }
     });
   }
