@@ -41,12 +41,11 @@ std::optional<BindAddress> parse_bind_address(const std::string& text) {
 
 namespace {
 
-constexpr auto kConnectionDeadline = std::chrono::seconds(10);
-
 struct Handlers {
   const std::map<std::string, HttpHandler>* get = nullptr;   // GET and HEAD
   const std::map<std::string, HttpHandler>* post = nullptr;  // POST
   std::size_t max_body = kMaxRequestBody;
+  HttpTimeouts timeouts;
 };
 using TlsStream = beast::ssl_stream<beast::tcp_stream>;
 
@@ -67,7 +66,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
 
   void run() {
     if constexpr (kTls) {
-      beast::get_lowest_layer(stream_).expires_after(kConnectionDeadline);
+      beast::get_lowest_layer(stream_).expires_after(handlers_.timeouts.request);
       stream_.async_handshake(asio::ssl::stream_base::server,
                               [self = this->shared_from_this()](beast::error_code error) {
                                 // A failed handshake (plain HTTP, an old protocol, an untrusting
@@ -84,7 +83,10 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   void read() {
     parser_.emplace();
     parser_->body_limit(handlers_.max_body);
-    beast::get_lowest_layer(stream_).expires_after(kConnectionDeadline);
+    // The first request of a connection must come within the request deadline; a kept-alive
+    // connection may then wait idle for the next one up to the idle deadline.
+    beast::get_lowest_layer(stream_).expires_after(served_ == 0 ? handlers_.timeouts.request
+                                                                : handlers_.timeouts.idle);
     http::async_read(
         stream_, buffer_, *parser_,
         [self = this->shared_from_this()](beast::error_code error, std::size_t) { self->on_read(error); });
@@ -103,6 +105,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
       return write_response();
     }
     if (error) return finish();
+    ++served_;
     request_ = parser_->release();
     response_ = build_response();
     response_.prepare_payload();
@@ -185,6 +188,7 @@ class Session : public std::enable_shared_from_this<Session<Stream>> {
   http::request<http::string_body> request_;
   http::response<http::string_body> response_;
   Handlers handlers_;
+  std::size_t served_ = 0;  // requests read on this connection
 };
 
 }  // namespace
@@ -231,7 +235,7 @@ std::optional<std::string> HttpServer::start(const std::string& bind_address) {
   if (!address)
     return "invalid bind address \"" + bind_address + "\" for the " + name_ + " server (want host:port)";
   implementation_ = std::make_unique<Implementation>();
-  implementation_->handlers = {&handlers_, &post_handlers_, max_request_body_};
+  implementation_->handlers = {&handlers_, &post_handlers_, max_request_body_, timeouts_};
   implementation_->tls = tls_;
   if (tls_ && !tls_->tls_context()) return "the " + name_ + " server has no TLS certificate to serve";
   beast::error_code error;

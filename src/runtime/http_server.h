@@ -4,6 +4,7 @@
 // handle_post() (a body of at most kMaxRequestBody by default); one thread; every connection has a deadline
 // so a stuck client cannot pin it. Plain HTTP, or HTTPS (TLS 1.2+) with serve_tls(): each new connection
 // takes the provider's current context, so a reloaded certificate serves the next one.
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -37,6 +38,16 @@ inline constexpr std::size_t kMaxRequestBody = 64U << 20U;
 
 using HttpHandler = std::function<HttpResponse(const HttpRequest&)>;
 
+// How long a connection may take. `request`: the TLS handshake and the first request of a
+// connection, so a stuck client cannot pin it. `idle`: a kept-alive connection waiting for its next
+// request. It is longer than the 90 s a Go client (the API server calling a webhook, Prometheus)
+// keeps an idle connection, so the client closes it first: a server that closes first races the
+// client's next request, which then fails with EOF (a POST, such as a conversion, is not retried).
+struct HttpTimeouts {
+  std::chrono::milliseconds request = std::chrono::seconds(10);
+  std::chrono::milliseconds idle = std::chrono::seconds(120);
+};
+
 struct BindAddress {
   std::string host;  // "" = all interfaces
   std::uint16_t port = 0;
@@ -61,6 +72,8 @@ class HttpServer {
   // The largest POST body read (413 beyond it). Call before start().
   void max_request_body(std::size_t bytes) { max_request_body_ = bytes; }
 
+  // Call before start().
+  void timeouts(HttpTimeouts timeouts) { timeouts_ = timeouts; }
   // Serve HTTPS with the provider's certificate instead of plain HTTP. Call before start().
   void serve_tls(std::shared_ptr<TlsContextProvider> provider) { tls_ = std::move(provider); }
   bool serves_tls() const { return tls_ != nullptr; }
@@ -77,6 +90,7 @@ class HttpServer {
   std::map<std::string, HttpHandler> handlers_;       // GET and HEAD
   std::map<std::string, HttpHandler> post_handlers_;  // POST
   std::shared_ptr<TlsContextProvider> tls_;
+  HttpTimeouts timeouts_;
   std::unique_ptr<Implementation> implementation_;
   std::thread thread_;
   std::uint16_t port_ = 0;

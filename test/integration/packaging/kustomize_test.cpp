@@ -34,12 +34,10 @@ TEST_CASE("packaging: kubectl apply -k config/default --dry-run=server is accept
           "[packaging][kustomize]") {
   TemporaryFolder scratch("myop-kustomize");
   const std::string folder = default_kustomization(scratch);
-  // Namespaced objects can only be dry-run into a namespace that exists. Server-side: the run's CRD
-  // names its webhook by URL (hack/test-fixture.sh), config/crd's by Service, and a client-side apply
-  // without last-applied-configuration would keep both, which the API server refuses.
+  // Namespaced objects can only be dry-run into a namespace that exists. What `kubectl apply -k`
+  // applies, with the CRD's webhook the run's (server_dry_run).
   FixedNamespace system_namespace("my-operator-system");
-  const auto result = testenv::kubectl("apply --server-side --force-conflicts -k " + shell_quote(folder) +
-                                       " --dry-run=server --validate=strict");
+  const auto result = server_dry_run(testenv::kubectl_or_fail("kustomize " + shell_quote(folder)));
   INFO(result.output);
   CHECK(result.ok());
   for (const char* object :
@@ -89,8 +87,7 @@ TEST_CASE(
     "[packaging][kustomize]") {
   FixedNamespace system_namespace("my-operator-system");
   const std::string folder = testenv::source_dir() + "/config/metrics-certificate";
-  const auto result = testenv::kubectl("apply --server-side --force-conflicts -k " + shell_quote(folder) +
-                                       " --dry-run=server --validate=strict");
+  const auto result = server_dry_run(testenv::kubectl_or_fail("kustomize " + shell_quote(folder)));
   INFO(result.output);
   CHECK(result.ok());
   CHECK(result.output.find("deployment.apps/my-operator") != std::string::npos);

@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <regex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -160,13 +161,58 @@ class ReleaseGuard {
   std::vector<std::string> also_delete_;
 };
 
+// `manifest` with the MyResource CRD's conversion clientConfig replaced by the run's (the fixture's
+// webhook URL and CA, as testenv::crd_manifest has it): applied to the run's CRD, a Service there would
+// sit beside the URL, which the API server refuses (whoever else owns the URL field: a client-side
+// apply, or Argo CD's field manager after the Argo CD cases). Every other field is left as it is.
+inline std::string with_fixture_webhook(const std::string& manifest) {
+  if (manifest.find("CustomResourceDefinition") == std::string::npos) return manifest;
+  // Document by document, as text: only the CRD is parsed and written again (yaml-cpp would drop the
+  // quotes of strings such as a ConfigMap's "true").
+  std::vector<std::string> documents(1);
+  std::istringstream lines(manifest);
+  for (std::string line; std::getline(lines, line);) {
+    if (line == "---")
+      documents.emplace_back();
+    else
+      documents.back() += line + "\n";
+  }
+  std::string result;
+  for (const std::string& text : documents) {
+    const bool crd = text.find("kind: CustomResourceDefinition") != std::string::npos &&
+                     text.find("name: myresources.myorg.io") != std::string::npos;
+    if (!crd) {
+      result += "---\n" + text;
+      continue;
+    }
+    // The block under `clientConfig:` (its deeper-indented lines) becomes url and caBundle.
+    std::istringstream crd_lines(text);
+    std::string rewritten;
+    std::size_t skip_deeper_than = std::string::npos;
+    for (std::string line; std::getline(crd_lines, line);) {
+      const std::size_t indent = line.find_first_not_of(' ');
+      if (skip_deeper_than != std::string::npos) {
+        if (indent != std::string::npos && indent > skip_deeper_than) continue;
+        skip_deeper_than = std::string::npos;
+      }
+      rewritten += line + "\n";
+      if (indent != std::string::npos && line.substr(indent) == "clientConfig:") {
+        const std::string inner(indent + 2, ' ');
+        rewritten += inner + "url: " + testenv::webhook_url() + "\n" + inner +
+                     "caBundle: " + testenv::webhook_ca_bundle() + "\n";
+        skip_deeper_than = indent;
+      }
+    }
+    result += "---\n" + rewritten;
+  }
+  return result;
+}
+
 // `kubectl apply --server-side --dry-run=server` of a manifest text, as Argo CD applies the chart
 // (ServerSideApply=true); fields are validated strictly (unknown fields are errors, not warnings).
-// Server-side, because the run's CRD (hack/test-fixture.sh) names its webhook by URL and the chart's
-// by Service: a client-side apply without last-applied-configuration would keep the URL beside the
-// Service, which the API server refuses.
+// The MyResource CRD's clientConfig is the run's (with_fixture_webhook).
 inline testenv::CommandResult server_dry_run(const std::string& manifest) {
-  return testenv::kubectl_apply(manifest,
+  return testenv::kubectl_apply(with_fixture_webhook(manifest),
                                 "--server-side --force-conflicts --dry-run=server --validate=strict");
 }
 

@@ -2,7 +2,10 @@
 
 #include <boost/asio/ssl/context.hpp>
 
+#include <chrono>
+#include <memory>
 #include <mutex>
+#include <thread>
 
 #include "http_get.h"
 #include "https_get.h"
@@ -77,6 +80,55 @@ TEST_CASE("a POST path gets the body and content type and only POST, and a body 
   // The server goes on serving.
   CHECK(http_request(server.port(), "/convert", verb::post, "", "[]").status == 200);
   server.stop();
+}
+
+namespace {
+
+// Two GETs of /hello on one kept-alive connection, `pause` apart; the second answer's status, or 0
+// when the server had closed the connection meanwhile.
+unsigned second_request_status(std::uint16_t port, std::chrono::milliseconds pause) {
+  namespace beast = boost::beast;
+  namespace http = beast::http;
+  boost::asio::io_context context;
+  beast::tcp_stream stream(context);
+  stream.expires_after(std::chrono::seconds(30));
+  stream.connect(boost::asio::ip::tcp::endpoint(boost::asio::ip::make_address("127.0.0.1"), port));
+  http::request<http::string_body> request{http::verb::get, "/hello", 11};
+  request.set(http::field::host, "127.0.0.1");
+  request.keep_alive(true);
+  beast::flat_buffer buffer;
+  http::write(stream, request);
+  http::response<http::string_body> first;
+  http::read(stream, buffer, first);
+  if (first.result_int() != 200 || !first.keep_alive()) return 0;
+  std::this_thread::sleep_for(pause);
+  beast::error_code error;
+  http::write(stream, request, error);
+  http::response<http::string_body> second;
+  if (!error) http::read(stream, buffer, second, error);
+  return error ? 0 : second.result_int();
+}
+
+}  // namespace
+
+// A Go client (the API server calling the conversion webhook) keeps an idle connection for 90 s and
+// does not retry a POST that meets a closing connection: the server must not close it first.
+TEST_CASE("a kept-alive connection waits idle up to the idle deadline, past the request deadline",
+          "[runtime][http_server]") {
+  auto serve = [](HttpTimeouts timeouts) {
+    auto server = std::make_unique<HttpServer>("test");
+    server->handle("/hello", [] { return HttpResponse{200, "text/plain", "hi"}; });
+    server->timeouts(timeouts);
+    REQUIRE_FALSE(server->start("127.0.0.1:0"));
+    return server;
+  };
+  const auto long_idle = serve({std::chrono::milliseconds(200), std::chrono::seconds(30)});
+  CHECK(second_request_status(long_idle->port(), std::chrono::milliseconds(600)) == 200);
+  long_idle->stop();
+  const auto short_idle = serve({std::chrono::milliseconds(200), std::chrono::milliseconds(200)});
+  CHECK(second_request_status(short_idle->port(), std::chrono::milliseconds(600)) == 0);
+  short_idle->stop();
+  CHECK(HttpTimeouts{}.idle > std::chrono::seconds(90));
 }
 
 TEST_CASE("a port in use is an error value, not a crash", "[runtime][http_server]") {
