@@ -44,8 +44,7 @@ std::string apply_flag(Features& features, std::string_view key, std::string_vie
     }
     return "";
   }
-  return std::string(source) + ": unknown feature flag " + quote(key) +
-         " (known flags: canary, orphanSweep, orphanPolicy; names are case-sensitive)";
+  return std::string(source) + ": unknown feature flag " + quote(key) + std::string(kKnownFeatureFlags);
 }
 
 }  // namespace

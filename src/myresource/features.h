@@ -27,6 +27,9 @@ std::string_view to_string(OrphanPolicy policy);
 inline constexpr std::string_view kCanaryFeature = "canary";
 inline constexpr std::string_view kOrphanSweepFeature = "orphanSweep";
 inline constexpr std::string_view kOrphanPolicyFeature = "orphanPolicy";
+// What a message about an unknown flag name says after it.
+inline constexpr std::string_view kKnownFeatureFlags =
+    " (known flags: canary, orphanSweep, orphanPolicy; names are case-sensitive)";
 
 struct Features {
   bool canary = true;

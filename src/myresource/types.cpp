@@ -190,8 +190,8 @@ void read_features(const JsonValue& spec_value, FeatureOverrides& overrides,
         problems.emplace_back("spec.features.orphanPolicy must be delete or report");
       }
     } else {
-      problems.push_back("spec.features: unknown feature flag \"" + name +
-                         "\" (known flags: canary, orphanSweep, orphanPolicy; names are case-sensitive)");
+      problems.push_back("spec.features: unknown feature flag \"" + name + "\"" +
+                         std::string(kKnownFeatureFlags));
     }
   }
 }
