@@ -30,6 +30,16 @@ release=my-operator
 "${helm[@]}" uninstall "$release" -n "$namespace" --wait >/dev/null 2>&1 || true
 "${helm[@]}" install "$release" "$repo/charts/my-operator" -n "$namespace" --create-namespace \
   --set crds.install=false --set replicaCount=0 --set podDisruptionBudget.enabled=false >/dev/null
+# Whatever happens next, the run ends with the operator stopped and the release uninstalled: the
+# chart's Deployment left in my-operator-system would make later tests of this control plane apply
+# config/default's over it (its selector is immutable).
+OPERATOR_PID=
+cleanup() {
+  [ -z "$OPERATOR_PID" ] || stop_operator "$OPERATOR_PID"
+  "${helm[@]}" uninstall "$release" -n "$namespace" --wait --timeout 120s >/dev/null 2>&1 ||
+    echo "e2e: helm uninstall $release failed; later tests may find its objects" >&2
+}
+trap cleanup EXIT
 
 # The chart's own arguments for the operator container, less what start_operator sets itself
 # (bind addresses on loopback ports, text logs, leader election in the release namespace); the
@@ -49,7 +59,6 @@ echo "e2e: the chart's arguments: ${chart_args[*]}"
 
 write_service_account_kubeconfig "$admin_kubeconfig" "$namespace" "$release" "$work/operator.kubeconfig"
 start_operator "$operator" "$work/operator.kubeconfig" "$namespace" "$work/operator.log" "${chart_args[@]}"
-trap 'stop_operator "$OPERATOR_PID"' EXIT
 
 chainsaw=$("$repo/hack/build-tools.sh" --print-bin-dir chainsaw)/chainsaw
 status=0
