@@ -53,26 +53,6 @@ std::size_t count_ready(kube::Client& client, const std::string& namespace_) {
   return ready;
 }
 
-// The sum of every sample of `name` whose labels contain each of `labels` (e.g. code="<error>").
-double metric_sum(const std::string& metrics, const std::string& name,
-                  const std::vector<std::string>& labels) {
-  std::istringstream lines(metrics);
-  std::string line;
-  double sum = 0;
-  while (std::getline(lines, line)) {
-    if (line.rfind(name + "{", 0) != 0) continue;
-    if (std::any_of(labels.begin(), labels.end(),
-                    [&](const std::string& label) { return line.find(label) == std::string::npos; }))
-      continue;
-    sum += std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
-  }
-  return sum;
-}
-
-double metric_sum(const std::string& metrics, const std::string& name, const std::string& label) {
-  return metric_sum(metrics, name, std::vector<std::string>{label});
-}
-
 // The count of the histogram bucket of `name` with the largest bound below `limit` (seconds).
 double bucket_below(const std::string& metrics, const std::string& name, double limit) {
   std::istringstream lines(metrics);

@@ -182,7 +182,7 @@ void OperatorProcess::start() {
   probe_port_ = free_port();
   metrics_port_ = free_port();
   std::vector<std::string> arguments = {
-      testenv::binary_dir() + "/" + options_.binary,
+      options_.binary.starts_with("/") ? options_.binary : testenv::binary_dir() + "/" + options_.binary,
       "--kubeconfig",
       kubeconfig_,
       "--health-probe-bind-address",
@@ -316,6 +316,24 @@ std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark) 
       writes.push_back(std::move(entry));
   }
   return writes;
+}
+
+double metric_sum(const std::string& metrics, const std::string& name,
+                  const std::vector<std::string>& labels) {
+  std::istringstream lines(metrics);
+  double sum = 0;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(name + "{", 0) != 0) continue;
+    if (std::any_of(labels.begin(), labels.end(),
+                    [&](const std::string& label) { return line.find(label) == std::string::npos; }))
+      continue;
+    sum += std::strtod(line.c_str() + line.rfind(' ') + 1, nullptr);
+  }
+  return sum;
+}
+
+double metric_sum(const std::string& metrics, const std::string& name, const std::string& label) {
+  return metric_sum(metrics, name, std::vector<std::string>{label});
 }
 
 std::string describe(const std::vector<AuditEntry>& entries) {

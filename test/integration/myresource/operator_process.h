@@ -38,7 +38,8 @@ struct OperatorOptions {
   // More config/rbac files of a Role, applied in pod_namespace (which must be set) and bound to the
   // user there, e.g. "webhook_secret_role.yaml".
   std::vector<std::string> extra_role_files;
-  // The program under the build folder: my-operator, or a controller of examples/.
+  // The program under the build folder: my-operator, or a controller of examples/; or an absolute path
+  // (the previous release's operator, hack/previous-release.sh).
   std::string binary = "my-operator";
   // When set, the operator reaches the API server at this URL instead (a FaultProxy's url()): its
   // kubeconfig is the user's with this server, same CA and credentials.
@@ -90,6 +91,12 @@ class OperatorProcess {
   unsigned short metrics_port_ = 0;
   std::vector<std::string> extra_bindings_;
 };
+
+// The sum of every sample of `name` in a /metrics text whose labels contain each of `labels` (e.g.
+// code="<error>"); 0 when there is none.
+double metric_sum(const std::string& metrics, const std::string& name,
+                  const std::vector<std::string>& labels = {});
+double metric_sum(const std::string& metrics, const std::string& name, const std::string& label);
 
 // One request of the API server's audit log (stage ResponseComplete).
 struct AuditEntry {
