@@ -61,8 +61,8 @@ start_operator "$binary" "$demo/operator.kubeconfig" "$namespace" "$demo/operato
   --webhook-secret my-operator-webhook-cert
 echo "$OPERATOR_PID" > "$demo/operator.pid"
 
-echo "demo: applying config/samples/myorg.io_v1alpha1_myresource.yaml to namespace default"
-"${kubectl[@]}" apply -n default -f "$repo/config/samples/myorg.io_v1alpha1_myresource.yaml" >/dev/null
+echo "demo: applying config/samples/myorg.io_v1beta1_myresource.yaml to namespace default"
+"${kubectl[@]}" apply -n default -f "$repo/config/samples/myorg.io_v1beta1_myresource.yaml" >/dev/null
 "${kubectl[@]}" wait -n default --for=condition=Ready myresource/web --timeout=180s >/dev/null
 "${kubectl[@]}" get -n default myresources
 "${kubectl[@]}" get -n default deployments -l app.kubernetes.io/managed-by=my-operator
@@ -73,7 +73,7 @@ The sample is Ready. Try:
   export KUBECONFIG=$admin_kubeconfig
   kubectl get mr -A -w                                    # watch MyResources
   kubectl patch mr web -n default --type merge -p '{"spec":{"replicas":3}}'
-  kubectl apply -n default -f $repo/config/samples/myorg.io_v1alpha1_myresource_canary.yaml
+  kubectl apply -n default -f $repo/config/samples/myorg.io_v1beta1_myresource_canary.yaml
   curl -s http://127.0.0.1:$OPERATOR_METRICS_PORT/metrics | grep ^controller_runtime
   tail -f $demo/operator.log
 Stop it all with: make demo-down

@@ -30,6 +30,17 @@ std::string myresource(const std::string& name, const std::string& image, const 
   return text + "spec:\n  image: " + image + "\n  replicas: 1\n" + extra_spec;
 }
 
+// The same in v1beta1, the storage version, as a Git tree written for this release has it: the canary
+// is spec.canary.enabled and spec.canary.targetVersion.
+std::string myresource_v1beta1(const std::string& name, const std::string& image,
+                               const std::string& canary_target = "") {
+  std::string text = "apiVersion: myorg.io/v1beta1\nkind: MyResource\nmetadata:\n  name: " + name +
+                     "\nspec:\n  image: " + image + "\n  replicas: 1\n";
+  if (!canary_target.empty())
+    text += "  canary:\n    enabled: true\n    targetVersion: \"" + canary_target + "\"\n";
+  return text;
+}
+
 std::string canary(const std::string& target) {
   return "    myorg.io/canary: \"true\"\n    myorg.io/targetVersion: \"" + target + "\"\n";
 }
@@ -144,18 +155,19 @@ TEST_CASE("argocd: five minutes of operator activity leave the Applications Sync
   }
 }
 
-TEST_CASE("argocd: a commit starts a canary, a commit promotes it, and git revert goes back",
+// In v1beta1; the other cases commit v1alpha1, as a Git tree from before it has.
+TEST_CASE("argocd: a commit of v1beta1 starts a canary, a commit promotes it, and git revert goes back",
           "[.argocd-env][argocd]") {
   const auto started = std::chrono::steady_clock::now();
   RunningOperator running("argocd-canary");
   CommittedFile file("tenants/team-a/shop.yaml");
   const std::string path = "tenants/team-a/shop.yaml";
   std::string revision =
-      commit_file(path, myresource("shop", "registry.example.com/team-a/shop:v1"), "shop v1");
+      commit_file(path, myresource_v1beta1("shop", "registry.example.com/team-a/shop:v1"), "shop v1");
   wait_for_resource_health(revision, "shop", "Healthy", 180s);
   REQUIRE(stable_image("shop") == "registry.example.com/team-a/shop:v1");
 
-  revision = commit_file(path, myresource("shop", "registry.example.com/team-a/shop:v1", canary("v2")),
+  revision = commit_file(path, myresource_v1beta1("shop", "registry.example.com/team-a/shop:v1", "v2"),
                          "shop: canary v2");
   wait_for_resource_health(revision, "shop", "Healthy", 120s);
   REQUIRE(eventually(
@@ -167,7 +179,7 @@ TEST_CASE("argocd: a commit starts a canary, a commit promotes it, and git rever
   CHECK(stable_image("shop") == "registry.example.com/team-a/shop:v1");
 
   const std::string promoted = commit_file(
-      path, myresource("shop", "registry.example.com/team-a/shop:v2", canary("v2")), "shop: promote v2");
+      path, myresource_v1beta1("shop", "registry.example.com/team-a/shop:v2", "v2"), "shop: promote v2");
   wait_for_resource_health(promoted, "shop", "Healthy", 120s);
   REQUIRE(eventually(
       [] {

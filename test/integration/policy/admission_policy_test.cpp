@@ -267,23 +267,26 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
     CHECK_FALSE(with_crd.ok());
     CHECK(with_crd.output.find("latest") != std::string::npos);
 
-    // Without the CRD's CEL rules only the policy stands between :latest and the cluster.
-    const std::string copy_version = test_group + "/v1alpha1";
-    const auto copy_latest =
-        dry_run_create(myresource_manifest(copy_version, "latest", "app:latest"), plain.name());
-    INFO(copy_latest.output);
-    CHECK_FALSE(copy_latest.ok());
-    CHECK(copy_latest.output.find("myorg.io-pinned-image-tags-" + suffix) != std::string::npos);
-    CHECK(copy_latest.output.find("must not use :latest") != std::string::npos);
+    // Without the CRD's CEL rules only the policy stands between :latest and the cluster, in each
+    // served version.
+    for (const std::string version : {"v1alpha1", "v1beta1"}) {
+      const std::string copy_version = test_group + "/" + version;
+      INFO(copy_version);
+      const auto copy_latest =
+          dry_run_create(myresource_manifest(copy_version, "latest", "app:latest"), plain.name());
+      INFO(copy_latest.output);
+      CHECK_FALSE(copy_latest.ok());
+      CHECK(copy_latest.output.find("myorg.io-pinned-image-tags-" + suffix) != std::string::npos);
+      CHECK(copy_latest.output.find("must not use :latest") != std::string::npos);
 
-    const auto copy_untagged =
-        dry_run_create(myresource_manifest(copy_version, "untagged", "app"), plain.name());
-    INFO(copy_untagged.output);
-    CHECK_FALSE(copy_untagged.ok());
-    CHECK(copy_untagged.output.find("must carry a tag or a digest") != std::string::npos);
-
+      const auto copy_untagged =
+          dry_run_create(myresource_manifest(copy_version, "untagged", "app"), plain.name());
+      INFO(copy_untagged.output);
+      CHECK_FALSE(copy_untagged.ok());
+      CHECK(copy_untagged.output.find("must carry a tag or a digest") != std::string::npos);
+      CHECK(dry_run_create(myresource_manifest(copy_version, "pinned", "app:1.2.3"), plain.name()).ok());
+    }
     CHECK(dry_run_create(myresource_manifest("myorg.io/v1alpha1", "pinned", "app:1.2.3"), plain.name()).ok());
-    CHECK(dry_run_create(myresource_manifest(copy_version, "pinned", "app:1.2.3"), plain.name()).ok());
   }
 
   {  // limits are required in tenant namespaces only
@@ -295,15 +298,18 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
     CHECK(dry_run_create(without_limits, plain.name()).ok());
     CHECK(dry_run_create(deployment("limited", "app:1.0.0", kHardened + kLimits), tenant.name()).ok());
 
-    const auto mr_without_limits =
-        dry_run_create(myresource_manifest("myorg.io/v1alpha1", "unlimited", "app:1.0.0"), tenant.name());
-    INFO(mr_without_limits.output);
-    CHECK_FALSE(mr_without_limits.ok());
-    CHECK(mr_without_limits.output.find("myorg.io-tenant-resource-limits-" + suffix) != std::string::npos);
-    CHECK(dry_run_create(myresource_manifest("myorg.io/v1alpha1", "limited", "app:1.0.0",
-                                             "  resources: {limits: {cpu: 500m, memory: 128Mi}}\n"),
-                         tenant.name())
-              .ok());
+    for (const std::string api_version : {"myorg.io/v1alpha1", "myorg.io/v1beta1"}) {
+      INFO(api_version);
+      const auto mr_without_limits =
+          dry_run_create(myresource_manifest(api_version, "unlimited", "app:1.0.0"), tenant.name());
+      INFO(mr_without_limits.output);
+      CHECK_FALSE(mr_without_limits.ok());
+      CHECK(mr_without_limits.output.find("myorg.io-tenant-resource-limits-" + suffix) != std::string::npos);
+      CHECK(dry_run_create(myresource_manifest(api_version, "limited", "app:1.0.0",
+                                               "  resources: {limits: {cpu: 500m, memory: 128Mi}}\n"),
+                           tenant.name())
+                .ok());
+    }
   }
 
   {  // every Deployment the operator generates is accepted, in a tenant namespace too
