@@ -159,8 +159,18 @@ kube::Result<std::shared_ptr<boost::asio::ssl::context>> make_server_tls_context
                            ssl::context::single_dh_use,
                        error);
   if (error) return invalid("cannot set the TLS options: " + error.message());
-  SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION);
-  SSL_CTX_set_options(context->native_handle(), SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+  SSL_CTX* native = context->native_handle();
+  SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION);
+  SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE | SSL_OP_NO_TICKET);
+  // TLS 1.2: forward secrecy (ECDHE) and authenticated encryption (GCM, ChaCha20-Poly1305) only; no
+  // CBC, no static RSA key exchange. TLS 1.3's suites, OpenSSL's defaults, are all of that kind.
+  if (SSL_CTX_set_cipher_list(native, kServerTls12Ciphers) != 1)
+    return invalid("cannot set the TLS 1.2 ciphers: " + openssl_error());
+  // No session resumption: no tickets (TLS 1.2 and 1.3) and no server-side session cache, so a client
+  // cannot make the server keep state for it past its connection. Clients that matter here (the API
+  // server, Prometheus) keep their connections alive.
+  SSL_CTX_set_num_tickets(native, 0);
+  SSL_CTX_set_session_cache_mode(native, SSL_SESS_CACHE_OFF);
   context->use_certificate_chain(boost::asio::buffer(pair.certificate_pem), error);
   if (error) return invalid("cannot use the certificate: " + error.message());
   context->use_private_key(boost::asio::buffer(pair.key_pem), ssl::context::pem, error);
@@ -168,6 +178,12 @@ kube::Result<std::shared_ptr<boost::asio::ssl::context>> make_server_tls_context
   if (SSL_CTX_check_private_key(context->native_handle()) != 1)
     return invalid("the private key does not belong to the certificate: " + openssl_error());
   return context;
+}
+
+kube::Result<CertificateDescription> describe_served_certificate(boost::asio::ssl::context& context) {
+  X509* certificate = SSL_CTX_get0_certificate(context.native_handle());
+  if (certificate == nullptr) return invalid("the TLS context serves no certificate");
+  return describe(certificate);
 }
 
 kube::Result<CertificatePair> issue_certificate(const CertificateSpec& spec, const CertificatePair* issuer) {

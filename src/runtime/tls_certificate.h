@@ -1,9 +1,10 @@
 #pragma once
 // Serving certificates for the HTTPS metrics and webhook servers: check that a PEM certificate
 // (chain) and its private key belong together, describe the certificate for the log, build the
-// OpenSSL server context (TLS 1.2 minimum), make a self-signed pair in memory when no certificate
-// is given (as controller-runtime's secure metrics server does), and issue a CA and the serving
-// certificates it signs (the webhook's self-managed certificates, runtime/webhook_certificates.h).
+// OpenSSL server context (TLS 1.2 minimum, ECDHE and AEAD only), make a self-signed pair in memory
+// when no certificate is given (as controller-runtime's secure metrics server does), and issue a CA
+// and the serving certificates it signs (the webhook's self-managed certificates,
+// runtime/webhook_certificates.h).
 #include <chrono>
 #include <memory>
 #include <string>
@@ -41,8 +42,19 @@ struct CertificateDescription {
 // part is wrong otherwise.
 kube::Result<CertificateDescription> inspect_certificate_pair(const CertificatePair& pair);
 
-// A TLS server context serving `pair`: TLS 1.2 or newer, no compression, no renegotiation.
+// The TLS 1.2 cipher suites a server offers (OpenSSL names): ECDHE key exchange with AEAD ciphers,
+// for ECDSA and RSA certificates, the server's order first.
+inline constexpr const char* kServerTls12Ciphers =
+    "ECDHE-ECDSA-AES128-GCM-SHA256:ECDHE-RSA-AES128-GCM-SHA256:ECDHE-ECDSA-AES256-GCM-SHA384:"
+    "ECDHE-RSA-AES256-GCM-SHA384:ECDHE-ECDSA-CHACHA20-POLY1305:ECDHE-RSA-CHACHA20-POLY1305";
+
+// A TLS server context serving `pair`: TLS 1.2 or newer; in TLS 1.2 only kServerTls12Ciphers, in TLS
+// 1.3 OpenSSL's default suites (all AEAD); no session tickets or session cache, no compression, no
+// renegotiation.
 kube::Result<std::shared_ptr<boost::asio::ssl::context>> make_server_tls_context(const CertificatePair& pair);
+
+// The leaf certificate a server context serves (what a client gets now); an error when it has none.
+kube::Result<CertificateDescription> describe_served_certificate(boost::asio::ssl::context& context);
 
 // What issue_certificate makes.
 struct CertificateSpec {

@@ -1,16 +1,29 @@
 // Serving certificates: a self-signed pair is usable and names what it was made for; a key of
-// another certificate, garbage and empty files are refused with a message saying which part.
+// another certificate, garbage and empty files are refused with a message saying which part; the
+// server context's cipher and session policy, seen from a client.
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <memory>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
+#include <openssl/rsa.h>
+#include <openssl/ssl.h>
 #include <openssl/x509.h>
 #include <openssl/x509_vfy.h>
 #include <openssl/x509v3.h>
 
+#include <boost/asio/ssl/context.hpp>
+
+#include "runtime/http_server.h"
 #include "runtime/tls_certificate.h"
+#include "runtime/tls_context_provider.h"
 
 using namespace myop::runtime;
 
@@ -179,4 +192,161 @@ TEST_CASE("a PEM bundle is described certificate by certificate, and garbage and
   auto broken = first.certificate_pem;
   broken.insert(broken.find('\n') + 5, "!!!!");
   CHECK_FALSE(describe_certificates(second.certificate_pem + broken).ok());
+}
+
+// The server context's policy, seen by a client that offers only what the test chooses.
+namespace {
+
+// A self-signed RSA 2048 pair, to show that static RSA key exchange is refused even where the
+// certificate would allow it.
+CertificatePair rsa_pair() {
+  EVP_PKEY* key = EVP_RSA_gen(2048);
+  REQUIRE(key != nullptr);
+  X509* certificate = X509_new();
+  X509_set_version(certificate, 2);
+  ASN1_INTEGER_set(X509_get_serialNumber(certificate), 1);
+  X509_gmtime_adj(X509_getm_notBefore(certificate), -60);
+  X509_gmtime_adj(X509_getm_notAfter(certificate), 3600);
+  X509_set_pubkey(certificate, key);
+  X509_NAME_add_entry_by_txt(X509_get_subject_name(certificate), "CN", MBSTRING_UTF8,
+                             reinterpret_cast<const unsigned char*>("localhost"), -1, -1, 0);
+  X509_set_issuer_name(certificate, X509_get_subject_name(certificate));
+  REQUIRE(X509_sign(certificate, key, EVP_sha256()) != 0);
+  CertificatePair pair;
+  BIO* out = BIO_new(BIO_s_mem());
+  PEM_write_bio_X509(out, certificate);
+  char* data = nullptr;
+  long length = BIO_get_mem_data(out, &data);
+  pair.certificate_pem.assign(data, static_cast<std::size_t>(length));
+  BIO_free(out);
+  out = BIO_new(BIO_s_mem());
+  PEM_write_bio_PrivateKey(out, key, nullptr, nullptr, 0, nullptr, nullptr);
+  length = BIO_get_mem_data(out, &data);
+  pair.key_pem.assign(data, static_cast<std::size_t>(length));
+  BIO_free(out);
+  X509_free(certificate);
+  EVP_PKEY_free(key);
+  return pair;
+}
+
+struct Handshake {
+  bool connected = false;
+  std::string cipher;
+  bool resumed = false;
+  SSL_SESSION* session = nullptr;  // the client's, after one request (owned by the caller)
+};
+
+// One TLS connection to 127.0.0.1:`port` offering only `tls12_ciphers` (TLS 1.2 at most) or any
+// TLS 1.3 suite (when empty), resuming `resume` if given; one GET so that post-handshake messages
+// (TLS 1.3 tickets) are read.
+Handshake handshake(std::uint16_t port, const std::string& tls12_ciphers, SSL_SESSION* resume = nullptr) {
+  Handshake result;
+  SSL_CTX* context = SSL_CTX_new(TLS_client_method());
+  SSL_CTX_set_security_level(context, 0);  // the client allows anything: a refusal is the server's
+  SSL_CTX_set_verify(context, SSL_VERIFY_NONE, nullptr);
+  SSL_CTX_set_session_cache_mode(context, SSL_SESS_CACHE_CLIENT);
+  if (!tls12_ciphers.empty()) {
+    SSL_CTX_set_max_proto_version(context, TLS1_2_VERSION);
+    REQUIRE(SSL_CTX_set_cipher_list(context, tls12_ciphers.c_str()) == 1);
+  } else {
+    SSL_CTX_set_min_proto_version(context, TLS1_3_VERSION);
+  }
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval timeout{5, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  SSL* ssl = SSL_new(context);
+  SSL_set_fd(ssl, fd);
+  if (resume != nullptr) SSL_set_session(ssl, resume);
+  if (SSL_connect(ssl) == 1) {
+    result.connected = true;
+    result.cipher = SSL_get_cipher_name(ssl);
+    result.resumed = SSL_session_reused(ssl) == 1;
+    const std::string request = "GET /hello HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+    SSL_write(ssl, request.data(), static_cast<int>(request.size()));
+    char buffer[4096];
+    while (SSL_read(ssl, buffer, sizeof buffer) > 0) {
+    }
+    result.session = SSL_get1_session(ssl);
+  }
+  ERR_clear_error();
+  SSL_free(ssl);
+  ::close(fd);
+  SSL_CTX_free(context);
+  return result;
+}
+
+std::unique_ptr<HttpServer> tls_server(const CertificatePair& pair) {
+  auto context = make_server_tls_context(pair);
+  REQUIRE(context.ok());
+  auto server = std::make_unique<HttpServer>("tls");
+  server->serve_tls(std::make_shared<FixedTlsContextProvider>(*context));
+  server->handle("/hello", [] { return HttpResponse{200, "text/plain", "hi"}; });
+  REQUIRE_FALSE(server->start("127.0.0.1:0"));
+  return server;
+}
+
+}  // namespace
+
+TEST_CASE("a server context agrees on ECDHE with AEAD ciphers only: no CBC, no static RSA",
+          "[runtime][tls]") {
+  SECTION("an ECDSA certificate (the operator's own)") {
+    const auto server = tls_server(make_pair());
+    CHECK(handshake(server->port(), "ECDHE-ECDSA-AES128-GCM-SHA256").connected);
+    CHECK(handshake(server->port(), "ECDHE-ECDSA-AES256-GCM-SHA384").connected);
+    CHECK(handshake(server->port(), "ECDHE-ECDSA-CHACHA20-POLY1305").connected);
+    CHECK_FALSE(handshake(server->port(), "ECDHE-ECDSA-AES128-SHA256").connected);  // CBC
+    CHECK_FALSE(handshake(server->port(), "ECDHE-ECDSA-AES256-SHA").connected);     // CBC
+    const auto tls13 = handshake(server->port(), "");
+    CHECK(tls13.connected);
+    CHECK_THAT(tls13.cipher, Catch::StartsWith("TLS_"));
+    SSL_SESSION_free(tls13.session);
+  }
+  SECTION("an RSA certificate (cert-manager's default)") {
+    const auto server = tls_server(rsa_pair());
+    CHECK(handshake(server->port(), "ECDHE-RSA-AES128-GCM-SHA256").connected);
+    CHECK(handshake(server->port(), "ECDHE-RSA-CHACHA20-POLY1305").connected);
+    CHECK_FALSE(handshake(server->port(), "AES128-GCM-SHA256").connected);     // static RSA, even with GCM
+    CHECK_FALSE(handshake(server->port(), "AES256-SHA256").connected);         // static RSA, CBC
+    CHECK_FALSE(handshake(server->port(), "ECDHE-RSA-AES128-SHA").connected);  // CBC
+    CHECK_FALSE(handshake(server->port(), "DHE-RSA-AES128-GCM-SHA256").connected);  // finite-field DH
+  }
+  // Both ends offer everything: the server's first choice.
+  const auto server = tls_server(make_pair());
+  const auto any12 = handshake(server->port(), "ALL:@SECLEVEL=0");
+  CHECK(any12.connected);
+  CHECK(any12.cipher == "ECDHE-ECDSA-AES128-GCM-SHA256");
+  SSL_SESSION_free(any12.session);
+}
+
+TEST_CASE("a server context resumes no session: no tickets, no session cache", "[runtime][tls]") {
+  const auto server = tls_server(make_pair());
+  for (const std::string ciphers : {"", "ECDHE-ECDSA-AES128-GCM-SHA256"}) {
+    INFO((ciphers.empty() ? "TLS 1.3" : "TLS 1.2"));
+    const auto first = handshake(server->port(), ciphers);
+    REQUIRE(first.connected);
+    REQUIRE(first.session != nullptr);
+    CHECK_FALSE(SSL_SESSION_has_ticket(first.session));
+    const auto second = handshake(server->port(), ciphers, first.session);
+    CHECK(second.connected);
+    CHECK_FALSE(second.resumed);
+    SSL_SESSION_free(first.session);
+    SSL_SESSION_free(second.session);
+  }
+}
+
+TEST_CASE("the certificate a server context serves is described from the context", "[runtime][tls]") {
+  const auto pair = make_pair();
+  auto context = make_server_tls_context(pair);
+  REQUIRE(context.ok());
+  auto served = describe_served_certificate(**context);
+  REQUIRE(served.ok());
+  CHECK(served->serial == inspect_certificate_pair(pair)->serial);
+  CHECK_FALSE(served->expired);
+  boost::asio::ssl::context empty(boost::asio::ssl::context::tls_server);
+  CHECK_FALSE(describe_served_certificate(empty).ok());
 }
