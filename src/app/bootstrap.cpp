@@ -158,6 +158,8 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
   }
   if (options.webhook_bind_address != "0" && !options.webhook_bind_address.empty()) {
     manager.webhook_bind_address = options.webhook_bind_address;
+    manager.webhook_server_limits.max_post_body = options.webhook_max_request_bytes;
+    manager.webhook_server_limits.max_buffered_bytes = 4 * options.webhook_max_request_bytes;
     manager.webhook_cert_dir = options.webhook_cert_dir;
     if (options.webhook_cert_dir.empty()) {
       runtime::WebhookCertificateManagerOptions certificates;

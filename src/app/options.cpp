@@ -150,6 +150,11 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       "Validity of the self-managed webhook CA (renewed when a third is left; the old one stays trusted "
       "until "
       "it expires)");
+  add("webhook-max-request-bytes", options.webhook_max_request_bytes,
+      "Largest ConversionReview body the webhook reads (413 beyond), e.g. 8Mi; it buffers four such at once "
+      "(503 beyond). 500 MyResources are about 1 MiB")
+      ->transform(CLI::AsSizeValue(true))
+      ->check(CLI::Range(std::uint64_t{64} << 10U, std::uint64_t{1} << 30U));
   add("config-map", options.config_map, "Feature-flag ConfigMap in the operator's namespace");
   add("otlp-endpoint", options.otlp_endpoint,
       "OpenTelemetry collector to send reconcile traces to over OTLP/HTTP (JSON), e.g. "

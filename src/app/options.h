@@ -2,6 +2,7 @@
 // The operator's command line: every flag, its default, and its MYOP_* environment variable
 // (MYOP_<FLAG_IN_UPPER_SNAKE_CASE>), parsed and validated into Options. docs/design.md lists them.
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <variant>
 #include <vector>
@@ -59,6 +60,8 @@ struct Options {
   std::string webhook_crds_flag = "myresources.myorg.io";
   std::chrono::seconds webhook_cert_validity = std::chrono::hours(24 * 365);
   std::chrono::seconds webhook_ca_validity = std::chrono::hours(24 * 365 * 10);
+  // The largest ConversionReview the webhook reads (413 beyond); it buffers four such at once.
+  std::uint64_t webhook_max_request_bytes = 8ULL << 20U;
   std::string config_map = "my-operator-config";
   // OTLP/HTTP collector, e.g. http://otel-collector:4318; empty: tracing off (no spans, no exporter).
   std::string otlp_endpoint;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "runtime/logging.h"
+#include "runtime/tls_certificate.h"
 
 namespace myop::runtime {
 
@@ -72,13 +73,19 @@ Manager::Manager(ManagerOptions options) : options_(std::move(options)) {
         std::make_unique<ShardCoordinator>(options_.client, *informers_, shard_gate_, *options_.sharding);
   }
   metrics_server_.handle("/metrics", [this](const HttpRequest& request) { return metrics(request); });
-  probe_server_.handle("/healthz", [this] { return healthz(); });
-  probe_server_.handle("/readyz", [this] { return readyz(); });
+  for (const char* path : {"/healthz", "/healthz/"})
+    probe_server_.handle(path, [this](const HttpRequest& request) { return healthz(request); });
+  for (const char* path : {"/readyz", "/readyz/"})
+    probe_server_.handle(path, [this](const HttpRequest& request) { return readyz(request); });
+  probe_server_.limits(options_.probe_server_limits);
+  metrics_server_.limits(options_.metrics_server_limits);
+  webhook_server_.limits(options_.webhook_server_limits);
 }
 
 Manager::~Manager() {
+  probe_server_.stop();  // first: its checks ask the other servers
   metrics_server_.stop();
-  probe_server_.stop();
+  webhook_server_.stop();
   if (certificate_watcher_) certificate_watcher_->stop();
 }
 
@@ -121,33 +128,106 @@ void Manager::add_ready_check(std::string name, Check check) {
   ready_checks_.emplace_back(std::move(name), std::move(check));
 }
 
-HttpResponse Manager::healthz() {
-  std::lock_guard lock(checks_mutex_);
-  std::string failures;
-  for (const auto& [name, check] : health_checks_) {
-    if (auto failure = check()) failures += name + ": " + *failure + "\n";
+namespace {
+
+constexpr const char* kPlainText = "text/plain; charset=utf-8";
+
+// "a\nb" of check `name` -> "name: a\nname: b\n".
+std::string failure_lines(const std::string& name, const std::string& failure) {
+  std::string lines;
+  std::size_t start = 0;
+  while (start <= failure.size()) {
+    const auto end = failure.find('\n', start);
+    const std::string line =
+        failure.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (!line.empty()) lines += name + ": " + line + "\n";
+    if (end == std::string::npos) break;
+    start = end + 1;
   }
-  if (!failures.empty()) return {500, "text/plain; charset=utf-8", failures};
-  return {200, "text/plain; charset=utf-8", "ok"};
+  return lines.empty() ? name + ": failed\n" : lines;
 }
 
-HttpResponse Manager::readyz() {
+// The check named by a sub-path ("/readyz/webhook" under "/readyz/": "webhook"); "" for the whole.
+std::string check_name(const std::string& path, std::string_view root) {
+  return path.size() > root.size() ? path.substr(root.size()) : std::string();
+}
+
+// Runs `checks` (only the one named `only`, unless empty): 200 "ok" when all pass, else `failed` with
+// a line per reason; 404 when `only` names no check.
+HttpResponse run_checks(const std::vector<std::pair<std::string, Check>>& checks, const std::string& only,
+                        unsigned failed, std::string extra_failure = {}) {
   std::string failures;
-  for (const auto& runnable : runnables_) {
-    if (!runnable->has_synced()) failures += runnable->name() + ": not synced\n";
-    // A cache that synced once but can no longer list or watch is stale: not ready either.
-    for (const auto& problem : runnable->problems()) failures += runnable->name() + ": " + problem + "\n";
+  bool found = only.empty();
+  for (const auto& [name, check] : checks) {
+    if (!only.empty() && name != only) continue;
+    found = true;
+    if (auto failure = check()) failures += failure_lines(name, *failure);
   }
+  if (!found) return {404, kPlainText, "no check named \"" + only + "\"\n"};
+  if (failures.empty()) failures = std::move(extra_failure);
+  if (!failures.empty()) return {failed, kPlainText, failures};
+  return {200, kPlainText, "ok"};
+}
+
+}  // namespace
+
+HttpResponse Manager::healthz(const HttpRequest& request) {
+  std::vector<std::pair<std::string, Check>> checks;
   {
     std::lock_guard lock(checks_mutex_);
-    for (const auto& [name, check] : ready_checks_) {
-      if (auto failure = check()) failures += name + ": " + *failure + "\n";
-    }
+    checks = health_checks_;
   }
-  if (!failures.empty() || !caches_synced_) {
-    return {503, "text/plain; charset=utf-8", failures.empty() ? "caches not synced\n" : failures};
+  return run_checks(checks, check_name(request.path, "/healthz/"), 500);
+}
+
+std::vector<std::pair<std::string, Check>> Manager::ready_checks() {
+  std::vector<std::pair<std::string, Check>> checks;
+  for (const auto& runnable : runnables_) {
+    checks.emplace_back(runnable->name(), [runnable]() -> std::optional<std::string> {
+      std::string failure = runnable->has_synced() ? "" : "not synced";
+      // A cache that synced once but can no longer list or watch is stale: not ready either.
+      for (const auto& problem : runnable->problems()) failure += (failure.empty() ? "" : "\n") + problem;
+      if (failure.empty()) return std::nullopt;
+      return failure;
+    });
   }
-  return {200, "text/plain; charset=utf-8", "ok"};
+  std::lock_guard lock(checks_mutex_);
+  checks.insert(checks.end(), ready_checks_.begin(), ready_checks_.end());
+  return checks;
+}
+
+HttpResponse Manager::readyz(const HttpRequest& request) {
+  const std::string only = check_name(request.path, "/readyz/");
+  // The whole is ready only once the manager has seen every cache synced and moved on.
+  return run_checks(ready_checks(), only, 503, only.empty() && !caches_synced_ ? "caches not synced\n" : "");
+}
+
+std::optional<std::string> Manager::webhook_readiness() {
+  if (!webhook_server_.serving()) return webhook_server_.health().value_or("not serving yet");
+  const auto& provider = webhook_server_.tls();
+  auto context = provider ? provider->tls_context() : nullptr;
+  if (!context) return "no certificate to serve";
+  auto served = describe_served_certificate(*context);
+  if (!served) return served.error().message;
+  if (served->expired) return "its certificate expired (notAfter " + served->not_after + ")";
+  if (std::chrono::system_clock::now() < served->valid_from) return "its certificate is not valid yet";
+  return std::nullopt;
+}
+
+void Manager::prepare_servers() {
+  if (servers_prepared_) return;
+  servers_prepared_ = true;
+  const auto alive = [](HttpServer& server) { return [&server] { return server.health(); }; };
+  for (auto [server, address] : {std::pair{&probe_server_, &options_.health_probe_bind_address},
+                                 {&metrics_server_, &options_.metrics_bind_address},
+                                 {&webhook_server_, &options_.webhook_bind_address}}) {
+    if (disabled(*address)) continue;
+    server->export_metrics(*options_.registry);
+    add_health_check("server-" + server->name(), alive(*server));
+  }
+  if (!disabled(options_.webhook_bind_address)) {
+    add_ready_check("webhook", [this] { return webhook_readiness(); });
+  }
 }
 
 HttpResponse Manager::metrics(const HttpRequest& request) {
@@ -287,6 +367,7 @@ std::optional<std::string> Manager::serve_webhooks(const std::stop_token& stop) 
 int Manager::run(std::stop_token stop) {
   std::stop_callback forward(stop, [this] { internal_stop_.request_stop(); });
   const std::stop_token stopping = internal_stop_.get_token();
+  prepare_servers();
 
   if (!disabled(options_.health_probe_bind_address)) {
     if (auto error = probe_server_.start(options_.health_probe_bind_address)) {

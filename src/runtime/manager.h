@@ -10,10 +10,17 @@
 // and scope), the cached writer that feeds it, and the event recorder. runtime/builder.h assembles a
 // controller from them.
 //
-// /healthz answers 200 while the process runs (and every health check passes).
+// Probes, as kube-apiserver and controller-runtime serve them: a check has a name, and
+// /healthz/<name> and /readyz/<name> answer for that check alone (404 for a name not registered).
+// /healthz answers 200 while every health check passes, else 500 with a line per reason. The manager
+// registers one per HTTP server it runs (server-probes, server-metrics, server-webhook): a server
+// that can no longer serve (it stopped listening, a serving thread ended) makes the process not live.
 // /readyz answers 200 once every cache has synced, while none reports a problem (a list and watch
 // that keep failing, runtime/watch_health.h) and every ready check passes; else 503 with a line per
-// reason.
+// reason. Each cache is a ready check of its own name. With the webhook server, the ready check
+// `webhook` passes while it listens and serves a valid certificate (loaded, not expired), whatever the
+// caches: /readyz/webhook is what a pod that serves conversions is ready by, and with no cache to
+// sync (--webhook-only) /readyz means the same.
 // /metrics serves the registry in the Prometheus text format, over HTTPS with metrics_secure
 // (a certificate from metrics_cert_dir, reloaded when its files change, or a self-signed one made
 // at start), and only to scrapers the metrics_authorizer allows. Probes stay plain HTTP.
@@ -89,6 +96,19 @@ struct ManagerOptions {
   std::string webhook_bind_address = "0";
   std::string webhook_cert_dir;
   std::shared_ptr<WebhookCertificateManager> webhook_certificates;
+  // What each server lets its clients hold (runtime/http_server_limits.h). The probes and /metrics
+  // take GETs only; the webhook takes POST bodies up to max_post_body (the API server sends a list's
+  // objects in one ConversionReview: 500 MyResources are about 1 MiB) and buffers four such at once;
+  // one client (a pod) gets at most half of its connections, the API servers the rest.
+  HttpServerLimits probe_server_limits{
+      .max_connections = 64, .max_connections_per_client = 16, .max_buffered_bytes = 1 * kMiB, .threads = 2};
+  HttpServerLimits metrics_server_limits{
+      .max_connections = 64, .max_connections_per_client = 16, .max_buffered_bytes = 1 * kMiB, .threads = 2};
+  HttpServerLimits webhook_server_limits{.max_connections = 256,
+                                         .max_connections_per_client = 128,
+                                         .max_buffered_bytes = 32 * kMiB,
+                                         .max_post_body = 8 * kMiB,
+                                         .threads = 4};
   // The cache sync timeout runs on it.
   std::shared_ptr<const base::Clock> clock = base::system_clock();
   // Null: tracing off. Set: every controller built on this manager traces its reconciles.
@@ -138,8 +158,15 @@ class Manager {
   std::uint16_t webhook_port() const { return webhook_server_.port(); }
 
  private:
-  HttpResponse healthz();
-  HttpResponse readyz();
+  // /healthz and /readyz, or /healthz/<check> and /readyz/<check> (the request's path says which).
+  HttpResponse healthz(const HttpRequest& request);
+  HttpResponse readyz(const HttpRequest& request);
+  // The checks behind /readyz: each cache by its name, then those added.
+  std::vector<std::pair<std::string, Check>> ready_checks();
+  // Serving with a valid certificate; else why not.
+  std::optional<std::string> webhook_readiness();
+  // Exports the metrics and registers the checks of the servers run() starts.
+  void prepare_servers();
   HttpResponse metrics(const HttpRequest& request);
   // The metrics server's TLS certificate (metrics_secure); an error text when it cannot be had.
   std::optional<std::string> prepare_metrics_tls();
@@ -161,13 +188,14 @@ class Manager {
   std::vector<std::pair<std::string, Check>> health_checks_;
   std::vector<std::pair<std::string, Check>> ready_checks_;
   HttpServer metrics_server_{"metrics"};
-  HttpServer probe_server_{"health probe"};
+  HttpServer probe_server_{"probes"};
   HttpServer webhook_server_{"webhook"};
   std::shared_ptr<CertificateWatcher> certificate_watcher_;
   std::shared_ptr<CertificateWatcher> webhook_certificate_watcher_;
   std::shared_ptr<ShardGate> shard_gate_;
   std::unique_ptr<ShardCoordinator> shard_coordinator_;
   std::atomic<bool> caches_synced_{false};
+  bool servers_prepared_ = false;
   std::atomic<bool> leadership_lost_{false};
   std::stop_source internal_stop_;
 };

@@ -119,3 +119,19 @@ TEST_CASE("webhook CRDs: an empty --webhook-crds= keeps no CRD and does not take
   REQUIRE(std::holds_alternative<Options>(defaults));
   CHECK(std::get<Options>(defaults).webhook_crds == std::vector<std::string>{"myresources.myorg.io"});
 }
+
+TEST_CASE("the webhook's request limit: 8 MiB by default, in bytes or with a suffix, from 64 KiB to 1 GiB",
+          "[app][options][webhook]") {
+  const auto defaults = parse({});
+  REQUIRE(std::holds_alternative<Options>(defaults));
+  CHECK(std::get<Options>(defaults).webhook_max_request_bytes == 8U << 20U);
+  const auto mebibytes = parse({"--webhook-max-request-bytes", "16Mi"});
+  REQUIRE(std::holds_alternative<Options>(mebibytes));
+  CHECK(std::get<Options>(mebibytes).webhook_max_request_bytes == 16U << 20U);
+  const auto bytes = parse({"--webhook-max-request-bytes", "100000"});
+  REQUIRE(std::holds_alternative<Options>(bytes));
+  CHECK(std::get<Options>(bytes).webhook_max_request_bytes == 100000);
+  CHECK(std::get<int>(parse({"--webhook-max-request-bytes", "1Ki"})) != 0);
+  CHECK(std::get<int>(parse({"--webhook-max-request-bytes", "2Gi"})) != 0);
+  CHECK(std::get<int>(parse({"--webhook-max-request-bytes", "lots"})) != 0);
+}

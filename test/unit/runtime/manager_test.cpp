@@ -1,12 +1,18 @@
 #include <catch2/catch.hpp>
 
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
 #include "http_get.h"
 #include "https_get.h"
+#include "raw_http.h"
 #include "runtime/manager.h"
 #include "support/eventually.h"
 #include "support/fake_clock.h"
@@ -352,4 +358,162 @@ TEST_CASE("secure metrics with a cert dir that has no certificate does not start
   Manager manager(options);
   std::stop_source stop;
   CHECK(manager.run(stop.get_token()) == 1);
+}
+
+TEST_CASE("probes by name: /readyz/<check> and /healthz/<check> answer for one check, 404 for no such check",
+          "[runtime][manager][probes]") {
+  Manager manager(local_options());
+  auto cache = std::make_shared<FakeCache>();
+  manager.add_runnable(cache);
+  std::atomic<bool> extra_ok{true};
+  manager.add_ready_check("extra", [&]() -> std::optional<std::string> {
+    if (extra_ok) return std::nullopt;
+    return "extra says no";
+  });
+  std::stop_source stop;
+  auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
+  REQUIRE(eventually([&] { return cache->started && manager.probe_port() != 0; }));
+  const auto port = manager.probe_port();
+
+  const auto unsynced = http_request(port, "/readyz/fake-cache");
+  CHECK(unsynced.status == 503);
+  CHECK(unsynced.body == "fake-cache: not synced\n");
+  CHECK(http_request(port, "/readyz/extra").status == 200);  // one check alone
+  CHECK(http_request(port, "/readyz/nothing-of-that-name").status == 404);
+  cache->sync();
+  REQUIRE(eventually([&] { return manager.caches_synced(); }));
+  CHECK(http_request(port, "/readyz/fake-cache").status == 200);
+  CHECK(http_request(port, "/readyz").status == 200);
+  extra_ok = false;
+  const auto failing = http_request(port, "/readyz");
+  CHECK(failing.status == 503);
+  CHECK(failing.body == "extra: extra says no\n");
+  CHECK(http_request(port, "/readyz/fake-cache").status == 200);
+
+  // Liveness: one check per server it runs (no webhook here), each by name too.
+  CHECK(http_request(port, "/healthz").status == 200);
+  CHECK(http_request(port, "/healthz/server-probes").status == 200);
+  CHECK(http_request(port, "/healthz/server-metrics").status == 200);
+  CHECK(http_request(port, "/healthz/server-webhook").status == 404);
+  stop.request_stop();
+  CHECK(exit_code.get() == 0);
+}
+
+TEST_CASE("a server that can no longer serve makes the process not live, naming it",
+          "[runtime][manager][probes]") {
+  Manager manager(local_options());
+  std::stop_source stop;
+  auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
+  REQUIRE(eventually([&] { return manager.caches_synced() && manager.metrics_port() != 0; }));
+  CHECK(http_request(manager.probe_port(), "/healthz").status == 200);
+  const int fd = myop::runtime::testing::listening_socket(manager.metrics_port());
+  REQUIRE(fd >= 0);
+  ::shutdown(fd, SHUT_RDWR);
+  REQUIRE(eventually([&] { return http_request(manager.probe_port(), "/healthz").status == 500; }));
+  const auto dead = http_request(manager.probe_port(), "/healthz");
+  CHECK_THAT(dead.body, Catch::StartsWith("server-metrics: stopped listening"));
+  CHECK(http_request(manager.probe_port(), "/healthz/server-metrics").status == 500);
+  CHECK(http_request(manager.probe_port(), "/healthz/server-probes").status == 200);
+  stop.request_stop();
+  CHECK(exit_code.get() == 0);
+}
+
+namespace {
+
+// A webhook certificate folder (tls.crt, tls.key) valid for `validity` from now.
+struct WebhookCertificateFolder {
+  explicit WebhookCertificateFolder(std::chrono::seconds validity) {
+    path = std::filesystem::temp_directory_path() /
+           ("myop-webhook-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    std::filesystem::create_directories(path);
+    CertificateSpec spec;
+    spec.names = {"localhost", "127.0.0.1"};
+    spec.validity = validity;
+    auto pair = issue_certificate(spec);
+    REQUIRE(pair.ok());
+    std::ofstream(path / "tls.crt") << pair->certificate_pem;
+    std::ofstream(path / "tls.key") << pair->key_pem;
+  }
+  ~WebhookCertificateFolder() { std::filesystem::remove_all(path); }
+  static int& counter() {
+    static int value = 0;
+    return value;
+  }
+  std::filesystem::path path;
+};
+
+ManagerOptions webhook_options(const WebhookCertificateFolder& folder) {
+  auto options = local_options();
+  options.webhook_bind_address = "127.0.0.1:0";
+  options.webhook_cert_dir = folder.path.string();
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE("webhook readiness: listening with a valid certificate, whatever the caches",
+          "[runtime][manager][probes][webhook]") {
+  WebhookCertificateFolder folder(std::chrono::hours(1));
+  Manager manager(webhook_options(folder));
+  auto cache = std::make_shared<FakeCache>();  // never synced
+  manager.add_runnable(cache);
+  manager.add_webhook("/convert", [](const HttpRequest&) {
+    return HttpResponse{200, "application/json", "{}"};
+  });
+  std::stop_source stop;
+  auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
+  REQUIRE(eventually([&] { return cache->started.load(); }));
+  CHECK(manager.webhook_port() != 0);
+  const auto port = manager.probe_port();
+  CHECK(http_request(port, "/readyz/webhook").status == 200);
+  const auto whole = http_request(port, "/readyz");
+  CHECK(whole.status == 503);
+  CHECK(whole.body == "fake-cache: not synced\n");
+  CHECK(http_request(port, "/healthz/server-webhook").status == 200);
+  stop.request_stop();
+  CHECK(exit_code.get() == 0);
+}
+
+TEST_CASE("with no cache to sync, /readyz is the webhook's readiness: an expired certificate is not ready",
+          "[runtime][manager][probes][webhook]") {
+  WebhookCertificateFolder folder(std::chrono::seconds(2));
+  Manager manager(webhook_options(folder));
+  manager.add_webhook("/convert", [](const HttpRequest&) {
+    return HttpResponse{200, "application/json", "{}"};
+  });
+  std::stop_source stop;
+  auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
+  REQUIRE(eventually([&] { return manager.caches_synced(); }));
+  const auto port = manager.probe_port();
+  CHECK(http_request(port, "/readyz").status == 200);
+  CHECK(http_request(port, "/readyz/webhook").status == 200);
+  // The certificate's notAfter passes (2 s): the webhook still listens, but no API server would
+  // take its answers.
+  REQUIRE(eventually([&] { return http_request(port, "/readyz/webhook").status == 503; }, 10s));
+  const auto expired = http_request(port, "/readyz");
+  CHECK(expired.status == 503);
+  CHECK_THAT(expired.body, Catch::StartsWith("webhook: its certificate expired"));
+  CHECK(http_request(port, "/healthz").status == 200);  // alive all the same: a new certificate heals it
+  stop.request_stop();
+  CHECK(exit_code.get() == 0);
+}
+
+TEST_CASE("each server it runs exports its connection and limit metrics", "[runtime][manager]") {
+  Manager manager(local_options());
+  std::stop_source stop;
+  auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });
+  REQUIRE(eventually([&] { return manager.caches_synced() && manager.metrics_port() != 0; }));
+  const auto metrics = http_request(manager.metrics_port(), "/metrics").body;
+  for (const std::string server : {"probes", "metrics"}) {
+    INFO(server);
+    CHECK_THAT(metrics, Catch::Contains("myoperator_http_connections{server=\"" + server + "\"}"));
+    CHECK_THAT(metrics, Catch::Contains("myoperator_http_buffered_request_bytes{server=\"" + server + "\"}"));
+    CHECK_THAT(
+        metrics,
+        Catch::Contains("myoperator_http_requests_rejected_total{reason=\"deadline\",server=\"" + server));
+  }
+  CHECK_THAT(metrics, Catch::Contains("myoperator_http_connections{server=\"metrics\"} 1"));  // this scrape
+  CHECK_THAT(metrics, !Catch::Contains("server=\"webhook\""));                                // not run
+  stop.request_stop();
+  CHECK(exit_code.get() == 0);
 }
