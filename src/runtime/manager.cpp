@@ -140,7 +140,7 @@ std::string failure_lines(const std::string& name, const std::string& failure) {
     const auto end = failure.find('\n', start);
     const std::string line =
         failure.substr(start, end == std::string::npos ? std::string::npos : end - start);
-    if (!line.empty()) lines += name + ": " + line + "\n";
+    if (!line.empty()) lines.append(name).append(": ").append(line).append("\n");
     if (end == std::string::npos) break;
     start = end + 1;
   }

@@ -81,6 +81,10 @@ class OperatorProcess {
   const std::string& log_path() const { return log_path_; }
   // The /metrics port of the running (or last) process.
   unsigned short metrics_port() const { return metrics_port_; }
+  // The /healthz and /readyz port of the running (or last) process.
+  unsigned short probe_port() const { return probe_port_; }
+  // The process id of the running (or last) process (its command_prefix's, if any).
+  pid_t pid() const { return process_.pid(); }
 
  private:
   OperatorOptions options_;

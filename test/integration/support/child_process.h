@@ -32,6 +32,8 @@ class ChildProcess {
   void kill();
   // Sends `signal` to the group (SIGSTOP / SIGCONT pause it as a stalled node would).
   void signal(int signal);
+  // The process id (-1 when not started), e.g. to read /proc/<pid>/status.
+  pid_t pid() const { return pid_; }
 
  private:
   pid_t pid_ = -1;
