@@ -298,14 +298,17 @@ std::variant<PoolAnswer, PoolFailure> ConnectionPool::exchange(Connection& conne
   if (auto failure = write_request(connection, request, stop, deadline)) return *failure;
 
   http::response_parser<http::string_body> parser;
-  parser.body_limit(kNoBodyLimit);  // a list of ten thousand objects is tens of MiB
+  // Checked against the Content-Length before the body is read, and as chunks arrive.
+  parser.body_limit(request.maximum_body_bytes);
   auto error = connection.run(stop, [&](auto handler) {
     http::async_read(connection.stream, connection.buffer, parser,
                      [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
   });
   if (error) {
     state.answer_started = parser.got_some();
-    return failure_at(PoolFailure::Stage::Read, error, stop, deadline);
+    PoolFailure failure = failure_at(PoolFailure::Stage::Read, error, stop, deadline);
+    failure.body_too_large = error == http::error::body_limit;
+    return failure;
   }
   auto& response = parser.get();
   PoolAnswer answer = answer_of(response);
