@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <thread>
 
+#include "kube/json_parser.h"
 #include "kube/object.h"
 
 namespace myop::kube {
@@ -95,13 +96,15 @@ Result<rapidjson::Document> Client::request_json(const Request& request, std::st
     if (!error.retry_after) error.retry_after = response->retry_after;
     return error;
   }
-  rapidjson::Document document;
-  document.Parse(response->body.data(), response->body.size());
-  if (document.HasParseError())
-    return make_error(Reason::Unknown,
-                      request.method + " " + request.path + ": the API server answered HTTP " +
-                          std::to_string(response->status_code) + " with a body that is not JSON");
-  return document;
+  auto document = parse_json_document(response->body, JsonLimits{request.maximum_response_bytes});
+  if (!document) {
+    Error error = std::move(document).error();
+    error.message = request.method + " " + request.path + ": the API server answered HTTP " +
+                    std::to_string(response->status_code) +
+                    " with a body the client cannot use: " + error.message;
+    return error;
+  }
+  return std::move(document).value();
 }
 
 Result<rapidjson::Document> Client::get(const ResourceType& type, std::string_view namespace_name,
@@ -119,6 +122,7 @@ Result<rapidjson::Document> Client::list(const ResourceType& type, std::string_v
   Request request;
   request.path = collection_path(type, namespace_name);
   request.query = list_query(options);
+  request.maximum_response_bytes = kMaximumListJsonBytes;
   return request_json(request, stop);
 }
 

@@ -2,7 +2,8 @@
 //
 // Objects travel as rapidjson::Document. Every verb returns the server's answer (the object as stored)
 // or an Error parsed from the server's metav1.Status; nothing throws. Blocking; thread-safe (the
-// transport is shared).
+// transport is shared). Answers are read with a size limit (kMaximumObjectJsonBytes, a LIST page
+// kMaximumListJsonBytes) and parsed by the bounded parser of kube/json_parser.h.
 #pragma once
 
 #include <rapidjson/document.h>
@@ -88,7 +89,8 @@ class Client {
                                   std::string_view name, const GetOptions& options = {},
                                   std::stop_token stop = {});
 
-  // One page (or everything when no limit). The answer is a List with items and metadata.continue.
+  // One page (or everything when no limit), at most kMaximumListJsonBytes. The answer is a List with
+  // items and metadata.continue.
   Result<rapidjson::Document> list(const ResourceType& type, std::string_view namespace_name,
                                    const ListOptions& options = {}, std::stop_token stop = {});
 
@@ -151,7 +153,8 @@ class Client {
   Result<void> wait_for_crd_established(std::string_view crd_name, std::chrono::milliseconds timeout,
                                         std::stop_token stop = {});
 
-  // Sends any request and parses a JSON answer; non-2xx becomes an Error.
+  // Sends any request and parses a JSON answer of at most `request.maximum_response_bytes`; non-2xx
+  // becomes an Error.
   Result<rapidjson::Document> request_json(const Request& request, std::stop_token stop = {});
 
   Transport& transport() { return *transport_; }

@@ -298,14 +298,30 @@ std::variant<PoolAnswer, PoolFailure> ConnectionPool::exchange(Connection& conne
   if (auto failure = write_request(connection, request, stop, deadline)) return *failure;
 
   http::response_parser<http::string_body> parser;
-  parser.body_limit(kNoBodyLimit);  // a list of ten thousand objects is tens of MiB
+  // Beast checks chunks against the limit as they arrive. A Content-Length it checks too, but when
+  // bytes of the body came in the same read as the header, Boost 1.74's eager parse goes on past that
+  // error and reads the whole body: so the header is read first and its Content-Length compared here.
+  parser.body_limit(request.maximum_body_bytes);
   auto error = connection.run(stop, [&](auto handler) {
-    http::async_read(connection.stream, connection.buffer, parser,
-                     [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
+    http::async_read_header(
+        connection.stream, connection.buffer, parser,
+        [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
   });
+  if (!error && !parser.is_done()) {
+    if (const auto length = parser.content_length(); length && *length > request.maximum_body_bytes) {
+      error = http::error::body_limit;
+    } else {
+      error = connection.run(stop, [&](auto handler) {
+        http::async_read(connection.stream, connection.buffer, parser,
+                         [handler](boost::system::error_code code, std::size_t) mutable { handler(code); });
+      });
+    }
+  }
   if (error) {
     state.answer_started = parser.got_some();
-    return failure_at(PoolFailure::Stage::Read, error, stop, deadline);
+    PoolFailure failure = failure_at(PoolFailure::Stage::Read, error, stop, deadline);
+    failure.body_too_large = error == http::error::body_limit;
+    return failure;
   }
   auto& response = parser.get();
   PoolAnswer answer = answer_of(response);

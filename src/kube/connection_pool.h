@@ -19,7 +19,9 @@
 #include <boost/system/error_code.hpp>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -46,6 +48,9 @@ struct PoolRequest {
   const std::vector<std::pair<std::string, std::string>>* headers = nullptr;
   std::string_view body;
   std::string_view content_type;  // set with a body
+  // send(): a longer answer body fails the request (PoolFailure::body_too_large) without being read
+  // whole. The transport always sets one (Request::maximum_response_bytes). stream() has no limit.
+  std::uint64_t maximum_body_bytes = std::numeric_limits<std::uint64_t>::max();
 };
 
 struct PoolAnswer {
@@ -69,6 +74,7 @@ struct PoolFailure {
   bool timed_out = false;  // the deadline (for a stream's body: the idle timeout) passed during this stage
   bool cancelled = false;  // the stop token was triggered
   bool streaming = false;  // a stream failed after its 2xx header: nothing to retry
+  bool body_too_large = false;  // the answer's body is longer than the request's maximum_body_bytes
 };
 
 // How a stream ended when no failure ended it.

@@ -20,6 +20,7 @@
 
 #include "base/text.h"
 #include "base/time_format.h"
+#include "kube/json_parser.h"
 
 namespace myop::kube {
 namespace {
@@ -110,10 +111,12 @@ void TokenFileCredentialSource::unauthorized(const Credential& rejected) {
 
 Result<Credential> parse_exec_credential(std::string_view json, const std::string& command,
                                          const std::string& expected_api_version) {
-  rapidjson::Document document;
-  document.Parse(json.data(), json.size());
-  if (document.HasParseError() || !document.IsObject())
-    return plugin_error(command, "printed something that is not a JSON ExecCredential");
+  auto parsed = parse_json_document(json, JsonLimits{kMaximumProcessOutputBytes});
+  if (!parsed)
+    return plugin_error(command,
+                        "printed something that is not a JSON ExecCredential: " + parsed.error().message);
+  const rapidjson::Document& document = parsed.value();
+  if (!document.IsObject()) return plugin_error(command, "printed JSON that is not an ExecCredential object");
   if (string_member(document, "kind") != "ExecCredential")
     return plugin_error(command,
                         "printed kind \"" + string_member(document, "kind") + "\", expected ExecCredential");
@@ -198,9 +201,11 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   std::array<pollfd, 2> descriptors{{{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}}};
   bool timed_out = false;
+  bool too_much_output = false;
+  std::size_t dropped_error_bytes = 0;
   int open_descriptors = 2;
   std::array<char, 4096> buffer{};
-  while (open_descriptors > 0) {
+  while (open_descriptors > 0 && !too_much_output) {
     const auto remaining =
         std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now())
             .count();
@@ -215,8 +220,17 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
       if (descriptors[i].fd < 0 || descriptors[i].revents == 0) continue;
       const ssize_t count = read(descriptors[i].fd, buffer.data(), buffer.size());
       if (count > 0) {
-        (i == 0 ? output.standard_output : output.standard_error)
-            .append(buffer.data(), static_cast<std::size_t>(count));
+        const std::string_view piece(buffer.data(), static_cast<std::size_t>(count));
+        if (i == 0) {
+          too_much_output = output.standard_output.size() + piece.size() > kMaximumProcessOutputBytes;
+          if (too_much_output) break;
+          output.standard_output.append(piece);
+        } else {
+          const std::size_t kept =
+              std::min(piece.size(), kKeptProcessErrorBytes - output.standard_error.size());
+          output.standard_error.append(piece.substr(0, kept));
+          dropped_error_bytes += piece.size() - kept;
+        }
       } else if (count == 0 || (errno != EINTR && errno != EAGAIN)) {
         close(descriptors[i].fd);
         descriptors[i].fd = -1;
@@ -226,13 +240,20 @@ Result<ProcessOutput> run_process(const std::vector<std::string>& argv,
   }
   for (auto& descriptor : descriptors)
     if (descriptor.fd >= 0) close(descriptor.fd);
-  if (timed_out) kill(pid, SIGKILL);
+  if (timed_out || too_much_output) kill(pid, SIGKILL);
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
   if (timed_out)
     return make_error(Reason::Timeout,
                       arguments[0] + " did not finish within " + std::to_string(timeout.count()) + " ms");
+  if (too_much_output)
+    return make_error(Reason::Unknown, arguments[0] + " printed more than " +
+                                           std::to_string(kMaximumProcessOutputBytes) +
+                                           " bytes on standard output and was killed");
+  if (dropped_error_bytes > 0)
+    output.standard_error +=
+        "\n[" + std::to_string(dropped_error_bytes) + " more bytes of standard error dropped]";
   output.exit_code =
       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
   return output;

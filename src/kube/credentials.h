@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -66,7 +67,7 @@ class TokenFileCredentialSource final : public CredentialSource {
 };
 
 // What an exec plugin printed, parsed from an ExecCredential (client.authentication.k8s.io/v1 or
-// v1beta1). `command` names the plugin in messages.
+// v1beta1) of at most kMaximumProcessOutputBytes. `command` names the plugin in messages.
 Result<Credential> parse_exec_credential(std::string_view json, const std::string& command,
                                          const std::string& expected_api_version);
 
@@ -74,10 +75,18 @@ Result<Credential> parse_exec_credential(std::string_view json, const std::strin
 struct ProcessOutput {
   int exit_code = -1;
   std::string standard_output;
-  std::string standard_error;
+  std::string standard_error;  // at most kKeptProcessErrorBytes, then a note of how much was dropped
 };
-// Runs `argv` with extra environment variables; stdin is /dev/null. Errors when it cannot start or
-// runs longer than `timeout`. Replaceable in tests.
+
+// What run_process reads of a program. Its standard output is the answer (an ExecCredential is a few
+// KiB: a token, or a certificate and its key): more than kMaximumProcessOutputBytes and the program is
+// killed and the run fails. Standard error is only quoted in messages: the first kKeptProcessErrorBytes
+// are kept, the rest read and dropped, so a chatty plugin still finishes.
+inline constexpr std::size_t kMaximumProcessOutputBytes = std::size_t{1024} * 1024;
+inline constexpr std::size_t kKeptProcessErrorBytes = std::size_t{64} * 1024;
+
+// Runs `argv` with extra environment variables; stdin is /dev/null. Errors when it cannot start, prints
+// too much on standard output, or runs longer than `timeout`. Replaceable in tests.
 using ProcessRunner = std::function<Result<ProcessOutput>(
     const std::vector<std::string>& argv, const std::vector<std::pair<std::string, std::string>>& environment,
     std::chrono::milliseconds timeout)>;

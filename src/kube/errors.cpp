@@ -1,8 +1,8 @@
 #include "kube/errors.h"
 
-#include <rapidjson/error/en.h>
-
 #include <array>
+
+#include "kube/json_parser.h"
 
 namespace myop::kube {
 namespace {
@@ -211,10 +211,10 @@ Error error_from_status(const rapidjson::Value& status, int http_code) {
 }
 
 Error error_from_response(int http_code, std::string_view body) {
-  rapidjson::Document document;
-  document.Parse(body.data(), body.size());
-  if (!document.HasParseError() && document.IsObject() && string_member(document, "kind") == "Status") {
-    return error_from_status(document, http_code);
+  // A Status is one small object; anything larger or malformed is quoted below instead.
+  auto document = parse_json_document(body, JsonLimits{});
+  if (document && document->IsObject() && string_member(document.value(), "kind") == "Status") {
+    return error_from_status(document.value(), http_code);
   }
   Error error;
   error.http_code = http_code;

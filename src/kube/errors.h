@@ -61,7 +61,8 @@ struct Error {
   // so even a non-idempotent verb may be sent again.
   bool request_not_sent = false;
   // True when sending it again cannot help: the server's certificate failed verification (a wrong CA or
-  // server name), which only a change of configuration fixes. Never retried.
+  // server name), which only a change of configuration fixes, or the answer was larger than the
+  // request's limit. Never retried.
   bool permanent = false;
 
   // "Conflict (HTTP 409): Operation cannot be fulfilled on configmaps \"a\": ...; causes: ..."

@@ -1,6 +1,5 @@
 #include "kube/object.h"
 
-#include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
@@ -93,34 +92,6 @@ std::size_t pool_bytes_needed(const JsonValue& value) {
     default:
       return 0;
   }
-}
-
-// Depth of [ and { nesting outside strings; the offset of the first byte that goes past the limit.
-std::optional<std::size_t> offset_beyond_depth(std::string_view json, int limit) {
-  int depth = 0;
-  bool in_string = false;
-  bool escaped = false;
-  for (std::size_t offset = 0; offset < json.size(); ++offset) {
-    const char character = json[offset];
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (character == '\\') {
-        escaped = true;
-      } else if (character == '"') {
-        in_string = false;
-      }
-      continue;
-    }
-    if (character == '"') {
-      in_string = true;
-    } else if (character == '{' || character == '[') {
-      if (++depth > limit) return offset;
-    } else if (character == '}' || character == ']') {
-      --depth;
-    }
-  }
-  return std::nullopt;
 }
 
 }  // namespace
@@ -287,27 +258,15 @@ Object& Object::operator=(Object&& other) noexcept {
   return *this;
 }
 
-Result<Object> Object::parse(std::string_view json, std::size_t chunk_size) {
-  if (auto offset = offset_beyond_depth(json, kMaximumJsonDepth)) {
-    return make_error(Reason::Unknown, "invalid JSON at offset " + std::to_string(*offset) +
-                                           ": nested deeper than " + std::to_string(kMaximumJsonDepth));
-  }
+Result<Object> Object::parse(std::string_view json, const JsonLimits& limits, std::size_t chunk_size) {
   if (chunk_size == kAutoChunkSize) {
     chunk_size = std::clamp<std::size_t>(2 * json.size() + 256, kSmallChunkSize, kLargestAutoChunkSize);
   }
   auto allocator = std::make_unique<JsonAllocator>(chunk_size);
-  JsonDocument document(allocator.get());
-  // Not kParseFullPrecisionFlag: RapidJSON 1.1.0's full-precision path reads "0e150" as 1.77e131 (found
-  // by fuzzing). The default path may be an ulp off for long decimals, but it is deterministic, which is
-  // what hashing needs; integers are exact either way.
-  constexpr unsigned flags = rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag;
-  document.Parse<flags>(json.data(), json.size());
-  if (document.HasParseError()) {
-    return make_error(Reason::Unknown, "invalid JSON at offset " + std::to_string(document.GetErrorOffset()) +
-                                           ": " + rapidjson::GetParseError_En(document.GetParseError()));
-  }
+  auto document = parse_json_document(json, limits, allocator.get());
+  if (!document) return std::move(document).error();
   JsonValue root;
-  root = static_cast<JsonValue&>(document);
+  root = static_cast<JsonValue&>(document.value());
   return Object(std::move(allocator), std::move(root));
 }
 

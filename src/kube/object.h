@@ -19,23 +19,23 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "kube/errors.h"
+#include "kube/json_parser.h"
 
 namespace myop::kube {
 
 using JsonAllocator = rapidjson::MemoryPoolAllocator<rapidjson::CrtAllocator>;
 using JsonValue = rapidjson::GenericValue<rapidjson::UTF8<>, JsonAllocator>;
+// The types of rapidjson::Document, so that a parsed Document's values and an Object's mix freely.
+static_assert(std::is_same_v<JsonAllocator, rapidjson::Document::AllocatorType>);
 
 // Pool chunk sizes. `kAutoChunkSize` lets `Object::parse` pick one from the input length.
 inline constexpr std::size_t kAutoChunkSize = 0;
 inline constexpr std::size_t kSmallChunkSize = 1024;
 inline constexpr std::size_t kLargestAutoChunkSize = std::size_t{64} * 1024;
-
-// Deeper documents are refused by `Object::parse`: the helpers here recurse, and no Kubernetes object
-// comes close (the API server itself refuses much shallower ones in practice).
-inline constexpr int kMaximumJsonDepth = 1000;
 
 // metadata.ownerReferences[i]
 struct OwnerReference {
@@ -115,9 +115,12 @@ class Object {
   // An empty JSON object `{}` in a pool of `chunk_size` bytes.
   explicit Object(std::size_t chunk_size = kSmallChunkSize);
 
-  // Parses JSON text. With kAutoChunkSize the pool is sized from `json` so one chunk usually holds the
-  // whole tree. Invalid or too deeply nested text gives Reason::Unknown with the offset in the message.
-  static Result<Object> parse(std::string_view json, std::size_t chunk_size = kAutoChunkSize);
+  // Parses JSON text with the one bounded parser (kube/json_parser.h): by default as one object, at most
+  // kMaximumObjectJsonBytes and kMaximumJsonDepth deep. With kAutoChunkSize the pool is sized from `json`
+  // so one chunk usually holds the whole tree. Invalid, too large or too deeply nested text gives
+  // Reason::Unknown saying which, with the offset.
+  static Result<Object> parse(std::string_view json, const JsonLimits& limits = {},
+                              std::size_t chunk_size = kAutoChunkSize);
   // Deep-copies any value into a new, tightly sized pool.
   static Object copy_of(const JsonValue& value, std::size_t chunk_size = kAutoChunkSize);
   // Takes over a value whose strings and children live in `allocator` (used by the watch parser to

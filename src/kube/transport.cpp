@@ -435,13 +435,26 @@ class HttpsTransport final : public Transport {
   Result<HttpAnswer> execute(ConnectionPool& pool, const Request& request, const Prepared& prepared,
                              const std::stop_token& stop, TimePoint deadline,
                              std::chrono::milliseconds timeout) {
-    const PoolRequest pool_request{request.method, prepared.target, &prepared.headers, request.body,
-                                   prepared.content_type};
+    const PoolRequest pool_request{request.method, prepared.target,       &prepared.headers,
+                                   request.body,   prepared.content_type, request.maximum_response_bytes};
     auto outcome = pool.send(pool_request, stop, io_deadline(deadline));
     if (auto* answer = std::get_if<PoolAnswer>(&outcome))
       return HttpAnswer{answer->status, std::move(answer->body), std::move(answer->content_type),
                         parse_retry_after(answer->retry_after)};
-    return error_from_pool(std::get<PoolFailure>(outcome), timeout);
+    const auto& failure = std::get<PoolFailure>(outcome);
+    if (failure.body_too_large) return answer_too_large(request);
+    return error_from_pool(failure, timeout);
+  }
+
+  // The same answer would be as large next time: not retried. Reason Transport, as for any answer that
+  // could not be read, so that callers treat it as an unusable answer, not as something the server said.
+  Error answer_too_large(const Request& request) const {
+    Error error = make_error(
+        Reason::Transport, "the answer of " + config_.server + " to " + request.method + " " + request.path +
+                               " is larger than the client's limit of " +
+                               std::to_string(request.maximum_response_bytes) + " bytes; it was not read");
+    error.permanent = true;
+    return error;
   }
 
   // The pool's I/O runs on the steady clock; deadlines are this transport's clock's.

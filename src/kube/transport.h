@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -20,6 +21,7 @@
 #include "kube/config.h"
 #include "kube/credentials.h"
 #include "kube/errors.h"
+#include "kube/json_parser.h"
 #include "kube/request_metrics.h"
 #include "kube/retry_policy.h"
 
@@ -37,6 +39,10 @@ struct Request {
   HeaderList headers;        // extra headers; Authorization and User-Agent are added by the transport
   // The whole request including retries must finish within this; zero = TransportOptions default.
   std::chrono::milliseconds timeout{0};
+  // A longer answer body is not read: the request fails (Reason::Transport, permanent, not retried).
+  // One object by default; the client's LIST asks for kMaximumListJsonBytes. Streams have no limit
+  // (the watch parser bounds each line).
+  std::size_t maximum_response_bytes = kMaximumObjectJsonBytes;
 };
 
 struct Response {

@@ -36,8 +36,8 @@ struct WatchEvent {
   bool is_initial_events_end() const;
 };
 
-// Largest line accepted. etcd stores at most ~1.5 MiB per object; JSON of a big object stays well below.
-inline constexpr std::size_t kDefaultMaximumWatchLineBytes = std::size_t{16} * 1024 * 1024;
+// Largest line accepted: one object's limit (kube/json_parser.h), which bounds the parse of each line too.
+inline constexpr std::size_t kDefaultMaximumWatchLineBytes = kMaximumObjectJsonBytes;
 
 class WatchParser {
  public:

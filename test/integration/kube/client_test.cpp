@@ -431,3 +431,25 @@ TEST_CASE("a request honours its deadline and its stop token", "[integration][ku
   auto late = client.request_json(slow);
   if (!late.ok()) CHECK(late.error().reason == Reason::Timeout);  // 1 ms may rarely be enough
 }
+
+TEST_CASE("an answer larger than the request's limit fails at once, not retried",
+          "[integration][kube][client]") {
+  auto metrics = std::make_shared<RecordingMetrics>();
+  TransportOptions options;
+  options.metrics = metrics;
+  Client client = client_for(admin_config(), options);
+  Request request;
+  request.path = "/api/v1/namespaces/default";
+  request.maximum_response_bytes = 64;  // the Namespace is a few hundred bytes
+  auto refused = client.request_json(request);
+  REQUIRE_FALSE(refused.ok());
+  INFO(refused.error().to_string());
+  CHECK(refused.error().reason == Reason::Transport);
+  CHECK(refused.error().permanent);
+  CHECK(refused.error().message.find("to GET /api/v1/namespaces/default is larger than the client's limit of "
+                                     "64 bytes") != std::string::npos);
+  CHECK(metrics->count("<error>") == 1);
+
+  request.maximum_response_bytes = kMaximumObjectJsonBytes;
+  CHECK(client.request_json(request).ok());
+}

@@ -152,6 +152,32 @@ TEST_CASE("pool: a stop token ends a request in flight", "[integration][kube][po
   CHECK(std::get<PoolAnswer>(second).status == 200);
 }
 
+TEST_CASE("pool: an answer longer than the request's limit fails and its connection is dropped",
+          "[integration][kube][pool]") {
+  const auto config = admin_config();
+  ConnectionPool pool(endpoint_of(config), admin_tls(config));
+  // A Namespace is a few hundred bytes (sent with a Content-Length); the list of all namespaces is
+  // longer than 1 KiB (sent chunked, as the API server does for any answer it did not buffer whole).
+  for (const auto& [target, limit] :
+       {std::pair<std::string_view, std::uint64_t>{"/api/v1/namespaces/default", 64},
+        {"/api/v1/namespaces", 1024}}) {
+    INFO(target);
+    PoolRequest request = get(target);
+    request.maximum_body_bytes = limit;
+    auto outcome = pool.send(request, {}, Clock::now() + 10s);
+    REQUIRE(std::holds_alternative<PoolFailure>(outcome));
+    const auto& failure = std::get<PoolFailure>(outcome);
+    CHECK(failure.body_too_large);
+    CHECK(failure.stage == PoolFailure::Stage::Read);
+    CHECK_FALSE(failure.timed_out);
+  }
+  CHECK(pool.idle_connections() == 0);
+  auto room = pool.send(get("/api/v1/namespaces"), {}, Clock::now() + 10s);
+  REQUIRE(std::holds_alternative<PoolAnswer>(room));
+  CHECK(std::get<PoolAnswer>(room).status == 200);
+  CHECK(pool.connections_opened() == 3);
+}
+
 TEST_CASE("pool: a connection the server closes is not reused", "[integration][kube][pool]") {
   const auto config = admin_config();
   ConnectionPool pool(endpoint_of(config), admin_tls(config));

@@ -149,11 +149,42 @@ TEST_CASE("non-2xx answers become typed errors", "[kube][client]") {
   transport->answers.push_back(Response{200, "not json", ""});
   auto garbage = client.get(resources::config_maps(), "ns", "x");
   REQUIRE_FALSE(garbage.ok());
-  CHECK(garbage.error().message.find("not JSON") != std::string::npos);
+  CHECK_THAT(
+      garbage.error().message,
+      Catch::Contains("GET /api/v1/namespaces/ns/configmaps/x: the API server answered HTTP 200 with a "
+                      "body the client cannot use: invalid JSON at offset "));
   transport->answers.push_back(make_error(Reason::Transport, "connection refused"));
   auto broken = client.get(resources::config_maps(), "ns", "x");
   REQUIRE_FALSE(broken.ok());
   CHECK(is_transport(broken.error()));
+}
+
+TEST_CASE("answers are read with the limit of their kind and parsed with bounded depth", "[kube][client]") {
+  auto transport = std::make_shared<RecordingTransport>();
+  Client client(transport, "client-test");
+  (void)client.get(resources::config_maps(), "ns", "x");
+  (void)client.list(resources::config_maps(), "ns");
+  (void)client.create(resources::config_maps(), "ns", parse(R"({"metadata":{"name":"x"}})"));
+  REQUIRE(transport->requests.size() == 3);
+  CHECK(transport->requests[0].maximum_response_bytes == kMaximumObjectJsonBytes);
+  CHECK(transport->requests[1].maximum_response_bytes == kMaximumListJsonBytes);
+  CHECK(transport->requests[2].maximum_response_bytes == kMaximumObjectJsonBytes);
+
+  // The transport enforces the size while reading; the parser checks it again.
+  transport->answers.push_back(Response{200, std::string(100'000, '['), "application/json"});
+  auto deep = client.get(resources::config_maps(), "ns", "x");
+  REQUIRE_FALSE(deep.ok());
+  CHECK(deep.error().reason == Reason::Unknown);
+  CHECK(deep.error().message.find("GET /api/v1/namespaces/ns/configmaps/x") != std::string::npos);
+  CHECK(deep.error().message.find("nested deeper than 128") != std::string::npos);
+
+  Request small;
+  small.path = "/api/v1/namespaces/ns/configmaps/x";
+  small.maximum_response_bytes = 8;
+  transport->answers.push_back(Response{200, R"({"a":"long enough"})", "application/json"});
+  auto too_large = client.request_json(small);
+  REQUIRE_FALSE(too_large.ok());
+  CHECK(too_large.error().message.find("larger than the limit of 8 bytes") != std::string::npos);
 }
 
 TEST_CASE("list_all joins pages and falls back to a full list when the continue token expires",

@@ -207,6 +207,60 @@ TEST_CASE("run_process captures output, exit code and environment, and enforces 
   CHECK(missing.error().message.find("/nonexistent/plugin") != std::string::npos);
 }
 
+TEST_CASE("run_process caps what it reads of a program's output", "[kube][credentials]") {
+  SECTION("10 MiB on standard output: the program is killed and the run fails") {
+    // Without the cap this runs until its timeout and fails as Timeout instead.
+    auto flood = run_process({"/bin/sh", "-c", "head -c 10485760 /dev/zero; sleep 60"}, {}, 30s);
+    REQUIRE_FALSE(flood.ok());
+    CHECK(flood.error().reason == Reason::Unknown);
+    CHECK(flood.error().message ==
+          "/bin/sh printed more than 1048576 bytes on standard output and was killed");
+  }
+  SECTION("exactly the cap is accepted") {
+    auto full = run_process({"/bin/sh", "-c", "head -c 1048576 /dev/zero"}, {}, 30s);
+    REQUIRE(full.ok());
+    CHECK(full->exit_code == 0);
+    CHECK(full->standard_output.size() == kMaximumProcessOutputBytes);
+  }
+  SECTION("standard error keeps its first 64 KiB and the program finishes") {
+    auto chatty = run_process(
+        {"/bin/sh", "-c", "head -c 1048576 /dev/zero | tr '\\0' e >&2; echo done; exit 2"}, {}, 30s);
+    REQUIRE(chatty.ok());
+    CHECK(chatty->exit_code == 2);
+    CHECK(chatty->standard_output == "done\n");
+    CHECK(chatty->standard_error.rfind(std::string(kKeptProcessErrorBytes, 'e'), 0) == 0);
+    CHECK(chatty->standard_error.substr(kKeptProcessErrorBytes) ==
+          "\n[" + std::to_string(1048576 - kKeptProcessErrorBytes) +
+              " more bytes of standard error dropped]");
+  }
+}
+
+TEST_CASE("an exec plugin that prints too much is cut off with an error naming it", "[kube][credentials]") {
+  ExecConfig exec;
+  exec.command = "/bin/sh";
+  exec.args = {"-c", "exec yes"};  // prints until stopped
+  ExecCredentialSource source(exec, "https://h:1", "");
+  auto credential = source.current();
+  REQUIRE_FALSE(credential.ok());
+  CHECK(credential.error().reason == Reason::Unauthorized);
+  CHECK(credential.error().message ==
+        "exec credential plugin /bin/sh: /bin/sh printed more than 1048576 bytes on standard output and was "
+        "killed");
+}
+
+TEST_CASE("ExecCredential output is parsed with the bounded parser", "[kube][credentials]") {
+  const std::string v1 = "client.authentication.k8s.io/v1";
+  auto deep = parse_exec_credential(std::string(100'000, '['), "my-plugin", v1);
+  REQUIRE_FALSE(deep.ok());
+  CHECK(deep.error().message.find("my-plugin") != std::string::npos);
+  CHECK(deep.error().message.find("nested deeper than 128") != std::string::npos);
+
+  const std::string padded = exec_credential(std::string(kMaximumProcessOutputBytes, 't'));
+  auto large = parse_exec_credential(padded, "my-plugin", v1);
+  REQUIRE_FALSE(large.ok());
+  CHECK(large.error().message.find("larger than the limit of 1048576 bytes") != std::string::npos);
+}
+
 TEST_CASE("the credential source matches the configuration", "[kube][credentials]") {
   ClientConfig config;
   config.token = "static";

@@ -4,7 +4,10 @@
 
 #include <string>
 
+#include "kube/json_parser.h"
+
 using myop::kube::Error;
+using myop::kube::kMaximumObjectJsonBytes;
 using myop::kube::Reason;
 using myop::kube::Result;
 
@@ -129,4 +132,17 @@ TEST_CASE("a server-side apply conflict advises force, not a re-read", "[kube][e
   CHECK(error.reason == Reason::Conflict);
   CHECK(error.message.find("force") != std::string::npos);
   CHECK(error.message.find("read it again") == std::string::npos);
+}
+
+TEST_CASE("an error body nested too deep or too large is quoted, not parsed", "[kube][errors]") {
+  const Error deep = myop::kube::error_from_response(500, std::string(100'000, '['));
+  CHECK(deep.reason == Reason::InternalError);
+  CHECK(deep.message.find("not a metav1.Status") != std::string::npos);
+
+  const std::string large =
+      R"({"kind":"Status","message":")" + std::string(kMaximumObjectJsonBytes, 'x') + R"("})";
+  const Error too_large = myop::kube::error_from_response(403, large);
+  CHECK(too_large.reason == Reason::Forbidden);
+  CHECK(too_large.message.find("not a metav1.Status") != std::string::npos);
+  CHECK(too_large.message.size() < 1000);
 }

@@ -226,6 +226,21 @@ TEST_CASE("watch parser reports malformed lines and keeps going", "[kube][watch_
   }
 }
 
+TEST_CASE("watch parser refuses a line nested too deep without exhausting the stack",
+          "[kube][watch_parser]") {
+  WatchParser parser;
+  parser.append(R"({"type":"ADDED","object":{"spec":)" + std::string(100'000, '[') + "\n" +
+                R"({"type":"ADDED","object":{"metadata":{"name":"after"}}})" + "\n");
+  auto bad = parser.next();
+  REQUIRE(bad.has_value());
+  REQUIRE_FALSE(bad->ok());
+  CHECK(bad->error().message.find("malformed watch event: JSON nested deeper than 128") != std::string::npos);
+  auto good = parser.next();
+  REQUIRE(good.has_value());
+  REQUIRE(good->ok());
+  CHECK(good->value().object.name() == "after");
+}
+
 TEST_CASE("watch parser refuses over-long lines once and resynchronizes", "[kube][watch_parser]") {
   WatchParser parser(64);
   parser.append(std::string(50, 'x'));
