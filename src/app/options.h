@@ -47,6 +47,8 @@ struct Options {
   bool webhook_only = false;
   std::string webhook_cert_dir;
   std::string webhook_secret = "my-operator-webhook-cert";
+  // The Secret of the self-managed CA's key, apart from the serving Secret; empty: <webhook_secret>-ca.
+  std::string webhook_ca_secret;
   std::string webhook_service = "my-operator-webhook";
   std::vector<std::string> webhook_cert_names;  // more names (a URL's host, e.g. 127.0.0.1)
   std::string webhook_cert_names_flag;
@@ -59,6 +61,9 @@ struct Options {
   std::string webhook_crds_flag = "myresources.myorg.io";
   std::chrono::seconds webhook_cert_validity = std::chrono::hours(24 * 365);
   std::chrono::seconds webhook_ca_validity = std::chrono::hours(24 * 365 * 10);
+  // How often the self-managed certificates and the CRDs' caBundle are checked (at most a tenth of
+  // webhook_cert_validity).
+  std::chrono::seconds webhook_cert_check_interval = std::chrono::minutes(1);
   std::string config_map = "my-operator-config";
   // OTLP/HTTP collector, e.g. http://otel-collector:4318; empty: tracing off (no spans, no exporter).
   std::string otlp_endpoint;
