@@ -24,12 +24,15 @@ release=my-operator
 # with kubectl, and Helm refuses to adopt what it did not create); everything else with the
 # chart, as a user would. replicaCount=0: the operator runs here, not in a kwok pod.
 # The CRD is config/crd's with the fixture's conversion webhook (hack/test-fixture.sh).
+# webhook.patchCaBundle=true: the RBAC of a default install (which owns the CRD's caBundle) is the
+# one checked below; the operator itself runs with --webhook-crds= (the caBundle is the fixture's).
 "${kubectl[@]}" apply --server-side --force-conflicts -f "$state/webhook/myorg.io_myresources.yaml" \
   -f "$repo/config/crd/myresources-annotations-policy.yaml" >/dev/null
 "${kubectl[@]}" wait --for=condition=Established crd/myresources.myorg.io --timeout=60s >/dev/null
 "${helm[@]}" uninstall "$release" -n "$namespace" --wait >/dev/null 2>&1 || true
 "${helm[@]}" install "$release" "$repo/charts/my-operator" -n "$namespace" --create-namespace \
-  --set crds.install=false --set replicaCount=0 --set podDisruptionBudget.enabled=false >/dev/null
+  --set crds.install=false --set webhook.patchCaBundle=true --set replicaCount=0 \
+  --set podDisruptionBudget.enabled=false >/dev/null
 # Whatever happens next, the run ends with the operator stopped and the release uninstalled: the
 # chart's Deployment left in my-operator-system would make later tests of this control plane apply
 # config/default's over it (its selector is immutable).
@@ -52,7 +55,8 @@ for arg in json.load(sys.stdin):
         print("--webhook-bind-address=127.0.0.1:0")  # the chart serves the webhook: here on loopback
         # The CRD names the webhook of the fixture, whose CA its caBundle holds: keep it.
         print("--webhook-crds=")
-    elif not arg.startswith(("--metrics-bind-address", "--health-probe-bind-address", "--log-format")) \
+    elif not arg.startswith(("--metrics-bind-address", "--health-probe-bind-address", "--log-format",
+                             "--webhook-crds")) \
             and arg != "--leader-elect":
         print(arg)')
 echo "e2e: the chart's arguments: ${chart_args[*]}"

@@ -166,7 +166,12 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
       certificates.client = client;
       certificates.secret_namespace = operator_namespace;
       certificates.secret_name = options.webhook_secret;
+      certificates.ca_secret_name = options.webhook_ca_secret;
+      certificates.service_name = options.webhook_service;
       certificates.crd_names = options.webhook_crds;
+      certificates.registry = registry;
+      certificates.metrics_prefix = "myoperator_webhook_certificate";
+      certificates.ca_key_moved_annotation = "myorg.io/webhook-ca-key-moved-at";
       const std::string service = options.webhook_service + "." + operator_namespace + ".svc";
       certificates.settings.names = {service, service + ".cluster.local"};
       certificates.settings.names.insert(certificates.settings.names.end(),
@@ -175,8 +180,9 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
       certificates.settings.serving_validity = options.webhook_cert_validity;
       certificates.settings.ca_validity = options.webhook_ca_validity;
       // Checked often enough that a short validity (a test's) is renewed in time.
-      certificates.check_interval = std::clamp<std::chrono::seconds>(
-          options.webhook_cert_validity / 10, std::chrono::seconds(1), std::chrono::seconds(60));
+      certificates.check_interval = std::min<std::chrono::seconds>(
+          options.webhook_cert_check_interval,
+          std::max<std::chrono::seconds>(options.webhook_cert_validity / 10, std::chrono::seconds(1)));
       manager.webhook_certificates = std::make_shared<runtime::WebhookCertificateManager>(certificates);
     }
   }

@@ -130,6 +130,9 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       "operator manages a CA and the certificate in --webhook-secret and the CRDs' caBundle");
   add("webhook-secret", options.webhook_secret,
       "Secret in the operator's namespace holding the self-managed webhook CA and certificate");
+  add("webhook-ca-secret", options.webhook_ca_secret,
+      "Secret in the operator's namespace holding the self-managed webhook CA's key (ca.crt, ca.key), apart "
+      "from --webhook-secret; empty: <--webhook-secret>-ca");
   add("webhook-service", options.webhook_service,
       "Service the API server reaches the webhook by: the certificate names <service>.<namespace>.svc and "
       "<service>.<namespace>.svc.cluster.local");
@@ -155,6 +158,11 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       "(503 beyond). 500 MyResources are about 1 MiB")
       ->transform(CLI::AsSizeValue(true))
       ->check(CLI::Range(std::uint64_t{64} << 10U, std::uint64_t{1} << 30U));
+  std::string webhook_cert_check_interval = "1m";
+  add("webhook-cert-check-interval", webhook_cert_check_interval,
+      "How often the self-managed webhook certificates and the CRDs' caBundle are checked (renewed when "
+      "due); "
+      "at most a tenth of --webhook-cert-validity");
   add("config-map", options.config_map, "Feature-flag ConfigMap in the operator's namespace");
   add("otlp-endpoint", options.otlp_endpoint,
       "OpenTelemetry collector to send reconcile traces to over OTLP/HTTP (JSON), e.g. "
@@ -204,6 +212,10 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       throw CLI::ValidationError("--storage-migration-qps", "must be more than 0");
     options.webhook_cert_validity = duration("--webhook-cert-validity", webhook_cert_validity);
     options.webhook_ca_validity = duration("--webhook-ca-validity", webhook_ca_validity);
+    options.webhook_cert_check_interval =
+        duration("--webhook-cert-check-interval", webhook_cert_check_interval);
+    if (options.webhook_cert_check_interval.count() <= 0)
+      throw CLI::ValidationError("--webhook-cert-check-interval", "must be at least 1s");
     if (options.webhook_cert_validity.count() <= 0 || options.webhook_ca_validity.count() <= 0)
       throw CLI::ValidationError("--webhook-cert-validity", "validities must be more than 0");
     if (options.webhook_cert_validity > options.webhook_ca_validity)

@@ -48,6 +48,8 @@ struct Options {
   bool webhook_only = false;
   std::string webhook_cert_dir;
   std::string webhook_secret = "my-operator-webhook-cert";
+  // The Secret of the self-managed CA's key, apart from the serving Secret; empty: <webhook_secret>-ca.
+  std::string webhook_ca_secret;
   std::string webhook_service = "my-operator-webhook";
   std::vector<std::string> webhook_cert_names;  // more names (a URL's host, e.g. 127.0.0.1)
   std::string webhook_cert_names_flag;
@@ -62,6 +64,9 @@ struct Options {
   std::chrono::seconds webhook_ca_validity = std::chrono::hours(24 * 365 * 10);
   // The largest ConversionReview the webhook reads (413 beyond); it buffers four such at once.
   std::uint64_t webhook_max_request_bytes = 8ULL << 20U;
+  // How often the self-managed certificates and the CRDs' caBundle are checked (at most a tenth of
+  // webhook_cert_validity).
+  std::chrono::seconds webhook_cert_check_interval = std::chrono::minutes(1);
   std::string config_map = "my-operator-config";
   // OTLP/HTTP collector, e.g. http://otel-collector:4318; empty: tracing off (no spans, no exporter).
   std::string otlp_endpoint;

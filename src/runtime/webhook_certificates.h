@@ -1,27 +1,32 @@
 // The conversion webhook's certificates, managed by the operator itself so that no cert-manager is
 // needed (as open-policy-agent/cert-controller does for controller-runtime webhooks):
 //
-// - A CA and a serving certificate it signs live in one Secret (type kubernetes.io/tls: tls.crt and
-//   tls.key, plus ca.crt, the CA bundle, and ca.key). Every replica reads it and serves its tls pair;
-//   whoever finds it missing or due makes the new one, written with create or a resourceVersion
-//   precondition, so two replicas never both win.
-// - The serving certificate is renewed when a third of its validity is left, or when it does not
-//   name what the webhook is reached by, or is not the CA's. The CA is renewed when a third of its
-//   validity is left; the new CA goes first in ca.crt and the CAs before it stay there until they
-//   expire, and the serving certificate of the old CA is served on until the CRDs carry the new
-//   bundle (then the next pass replaces it), so an API server that still trusts the old bundle and a
-//   replica that still serves the old certificate both keep working through a rotation.
-// - Each named CRD whose conversion strategy is Webhook gets ca.crt as its
-//   spec.conversion.webhook.clientConfig.caBundle (a merge patch, only when it differs: nothing is
-//   written in a steady state).
+// - A CA and a serving certificate it signs, in two Secrets of the operator's namespace
+//   (runtime/webhook_certificate_secrets.h): the serving Secret (tls.crt, tls.key and ca.crt, the CA
+//   bundle) that every replica serves, and the CA Secret (ca.crt and ca.key) whose key signs. The CA
+//   key is never in what is served. The layout of earlier versions (ca.key in the serving Secret) is
+//   moved without a pause in serving.
+// - Whoever finds them missing or due makes the new ones (runtime/webhook_certificate_renewal.h: at a
+//   third of the validity left, for a name not yet in the certificate, for a new CA), written with
+//   create or a resourceVersion precondition, so two replicas never both win. A new CA goes into the
+//   CRDs' caBundle before a certificate it signed is served.
+// - Each CRD of `crd_names` whose conversion clientConfig names this operator's own Service or a URL
+//   host its certificate names (runtime/ca_bundle_owner.h) gets ca.crt as its
+//   spec.conversion.webhook.clientConfig.caBundle: a merge patch, only when it differs (nothing is
+//   written in a steady state). A CRD whose clientConfig names another webhook (another release's
+//   Service, another URL) is left alone and said so once in the log and in the metric
+//   <prefix>_ca_bundle_owned; it is not an error of this replica.
+// - Every pass is counted and timed in metrics (runtime/webhook_certificate_metrics.h), with the
+//   expiry of the certificate served and of its CA, so that failing renewals reach an alert.
 //
-// plan_renewal and renew_certificates are the decisions without I/O, unit-tested; the manager class
-// runs them against the API server on a period.
+// The manager class runs passes on a period; the decisions are the pure functions of the files named
+// above, unit-tested (test/unit/runtime/).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -30,65 +35,44 @@
 #include <vector>
 
 #include "kube/client.h"
+#include "runtime/ca_bundle_owner.h"
 #include "runtime/runnable.h"
 #include "runtime/tls_certificate.h"
 #include "runtime/tls_context_provider.h"
+#include "runtime/webhook_certificate_metrics.h"
+#include "runtime/webhook_certificate_renewal.h"
+#include "runtime/webhook_certificate_secrets.h"
 
 namespace myop::runtime {
 
-struct WebhookCertificateSettings {
-  // What the serving certificate names: the Service's DNS names, or the host of a webhook URL.
-  std::vector<std::string> names;
-  std::string organization = "my-operator";
-  std::string ca_name = "my-operator-webhook-ca";
-  std::chrono::seconds ca_validity{std::chrono::hours(24 * 365 * 10)};
-  std::chrono::seconds serving_validity{std::chrono::hours(24 * 365)};
-};
-
-// What the Secret holds.
-struct WebhookCertificates {
-  std::string ca_bundle;    // ca.crt: the signing CA first, then earlier CAs not yet expired
-  std::string ca_key;       // ca.key: the signing CA's key
-  CertificatePair serving;  // tls.crt, tls.key
-};
-
-struct RenewalPlan {
-  enum class Kind { Keep, Serving, Authority };
-  Kind kind = Kind::Keep;
-  std::string reason;  // why, for the log; empty with Keep
-};
-
-// What to renew, if anything, of `current` (null: there is no Secret yet) at `now`.
-RenewalPlan plan_renewal(const WebhookCertificates* current, const WebhookCertificateSettings& settings,
-                         std::chrono::system_clock::time_point now);
-
-// The certificates after `plan` (not Keep): a new serving certificate from the current CA, or a new CA
-// (first in the bundle, the earlier CAs of `current` not expired at `now` after it) and a serving
-// certificate from it.
-kube::Result<WebhookCertificates> renew_certificates(const WebhookCertificates* current,
-                                                     const RenewalPlan& plan,
-                                                     const WebhookCertificateSettings& settings,
-                                                     std::chrono::system_clock::time_point now);
-
-// The first PEM certificate of a bundle; empty when there is none.
-std::string first_certificate(const std::string& bundle);
-
 struct WebhookCertificateManagerOptions {
   std::shared_ptr<kube::Client> client;
-  std::string secret_namespace;
-  std::string secret_name;
-  // CRDs whose caBundle follows ca.crt (those with strategy Webhook).
+  std::string secret_namespace;  // the operator's own namespace: its Service is there too
+  std::string secret_name;       // the serving Secret
+  std::string ca_secret_name;    // the CA Secret; empty: <secret_name>-ca
+  // The Service the API server reaches the webhook by (in secret_namespace): a CRD whose clientConfig
+  // names it, or a URL whose host is one of settings.names, is this operator's.
+  std::string service_name;
+  // CRDs whose caBundle follows ca.crt (those with strategy Webhook that name this operator's webhook).
   std::vector<std::string> crd_names;
   WebhookCertificateSettings settings;
   std::chrono::seconds check_interval{std::chrono::minutes(1)};
   std::chrono::seconds retry_interval{std::chrono::seconds(5)};  // after a failed check
+  // How long the serving Secret keeps a copy of ca.key after the CA moved out of it
+  // (runtime/webhook_certificate_secrets.h), and the CA Secret's annotation that says since when.
+  std::chrono::seconds legacy_ca_key_grace{std::chrono::hours(1)};
+  std::string ca_key_moved_annotation = "ca-key-moved-at";
+  // Metrics <metrics_prefix>_... on `registry` (null: none).
+  std::shared_ptr<prometheus::Registry> registry;
+  std::string metrics_prefix = "webhook_certificate";
   std::function<std::chrono::system_clock::time_point()> now = [] {
     return std::chrono::system_clock::now();
   };
 };
 
-// Keeps the Secret and the CRDs' caBundle current and serves the Secret's pair. A Runnable that does
-// not need leadership (every replica serves the webhook); synced once it serves a certificate.
+// Keeps the Secrets and the CRDs' caBundle current and serves the serving Secret's pair. A Runnable
+// that does not need leadership (every replica serves the webhook); synced once it serves a
+// certificate.
 class WebhookCertificateManager final : public Runnable, public TlsContextProvider {
  public:
   explicit WebhookCertificateManager(WebhookCertificateManagerOptions options);
@@ -104,27 +88,39 @@ class WebhookCertificateManager final : public Runnable, public TlsContextProvid
 
   std::shared_ptr<boost::asio::ssl::context> tls_context() override;
 
-  // One pass: read the Secret, renew what is due, serve the pair, bring the CRDs' caBundle up to date.
-  // An error text when any step failed (the pass goes as far as it can).
+  // One pass: read the Secrets, renew what is due (moving an earlier layout's CA), serve the pair,
+  // bring the caBundle of the CRDs this operator owns up to date. An error text when any step failed
+  // (the pass goes as far as it can).
   std::optional<std::string> check();
 
-  // Null until a first pass has succeeded; the last error otherwise (for the readiness check).
+  // Null once the last pass has succeeded; its error otherwise ("no certificate served yet" before
+  // the first).
   std::optional<std::string> problem() const;
 
+  // What this operator's webhook is reached by (the clientConfig it owns).
+  const WebhookIdentity& identity() const { return identity_; }
+
  private:
+  // check() without the bookkeeping (problem(), metrics).
+  std::optional<std::string> pass();
+  // The certificates after reading both Secrets and writing what is due.
+  kube::Result<WebhookCertificates> renew_stored();
   std::optional<std::string> ensure_ca_bundle(const std::string& crd_name, const std::string& ca_bundle);
   void serve(const WebhookCertificates& certificates);
   void run(const std::stop_token& stop);
 
   WebhookCertificateManagerOptions options_;
+  WebhookIdentity identity_;
+  WebhookCertificateMetrics metrics_;
   mutable std::mutex mutex_;
   std::condition_variable_any wake_;
   std::shared_ptr<boost::asio::ssl::context> context_;
   std::string served_certificate_;
   std::string problem_ = "no certificate served yet";
   std::vector<std::function<void()>> synced_callbacks_;
-  std::vector<std::string> crds_not_webhook_;  // logged once each
-  std::string published_bundle_;               // the ca.crt every CRD was last seen to carry (check() only)
+  // Per CRD, the target of a clientConfig that is not this operator's, last logged (check() only).
+  std::map<std::string, std::string> crds_left_alone_;
+  std::string published_bundle_;  // the ca.crt every owned CRD was last seen to carry (check() only)
   std::jthread thread_;
 };
 

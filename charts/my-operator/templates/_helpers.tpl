@@ -82,3 +82,54 @@ token Secret of <fullname>-metrics-scraper that servicemonitor.yaml creates. */}
 {{- define "my-operator.metricsTokenSecret" -}}
 {{- default (printf "%s-metrics-scraper-token" (include "my-operator.fullname" .)) .Values.metrics.serviceMonitor.tokenSecret }}
 {{- end }}
+
+{{/*
+"true" when this release's operator keeps the CRD's conversion caBundle, else "false"; the rule of
+values.yaml webhook.patchCaBundle. Only the operator's own certificates can: not with certManager.
+*/}}
+{{- define "my-operator.webhookPatchesCaBundle" -}}
+{{- $wanted := .Values.webhook.patchCaBundle -}}
+{{- if and (eq (toString $wanted) "true") .Values.webhook.certManager.enabled -}}
+{{- fail "webhook.patchCaBundle=true needs the operator's own certificates: with webhook.certManager, cert-manager's CA injector fills the caBundle" -}}
+{{- end -}}
+{{- if and (eq (toString $wanted) "true") .Values.webhook.caBundle -}}
+{{- fail "webhook.patchCaBundle=true and webhook.caBundle both set: the caBundle is either given or the operator's; drop one" -}}
+{{- end -}}
+{{- if or (not .Values.webhook.enabled) .Values.webhook.certManager.enabled -}}
+false
+{{- else if eq (toString $wanted) "auto" -}}
+{{- and .Values.crds.install (not .Values.webhook.url) (not .Values.webhook.caBundle) | toString -}}
+{{- else -}}
+{{- toString $wanted -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The webhook certificate arguments of a container that serves the conversion webhook (every
+Deployment that does includes them): cert-manager's files, or the operator's own Secrets (the
+serving one, the CA one) and validities, and the CRDs whose caBundle it keeps: the MyResource CRD
+when this release owns it (my-operator.webhookPatchesCaBundle), none (--webhook-crds=) otherwise.
+A YAML list, e.g. `{{- include "my-operator.webhookCertArgs" . | nindent 12 }}` under args.
+*/}}
+{{- define "my-operator.webhookCertArgs" -}}
+{{- $fullname := include "my-operator.fullname" . -}}
+{{- $patchesCaBundle := include "my-operator.webhookPatchesCaBundle" . -}}
+{{- $args := list -}}
+{{- if .Values.webhook.certManager.enabled -}}
+{{- $args = append $args "--webhook-cert-dir=/etc/my-operator/webhook-certs" -}}
+{{- else -}}
+{{- $args = append $args (printf "--webhook-secret=%s-webhook-cert" $fullname) -}}
+{{- $args = append $args (printf "--webhook-ca-secret=%s-webhook-cert-ca" $fullname) -}}
+{{- $args = append $args (printf "--webhook-cert-validity=%s" .Values.webhook.certValidity) -}}
+{{- $args = append $args (printf "--webhook-ca-validity=%s" .Values.webhook.caValidity) -}}
+{{- if eq $patchesCaBundle "true" -}}
+{{- $args = append $args "--webhook-crds=myresources.myorg.io" -}}
+{{- with .Values.webhook.url -}}
+{{- $args = append $args (printf "--webhook-cert-names=%s" ((urlParse .).hostname | lower)) -}}
+{{- end -}}
+{{- else -}}
+{{- $args = append $args "--webhook-crds=" -}}
+{{- end -}}
+{{- end -}}
+{{- toYaml $args -}}
+{{- end -}}

@@ -323,13 +323,17 @@ TEST_CASE(
                    " | base64 -d > " + packaging::shell_quote(token_file));
   REQUIRE(decoded.ok());
 
+  // The conversion webhook with its self-managed certificates too (the dashboard's certificate panels),
+  // leaving the CRD, which names the fixture's webhook, alone.
   OperatorProcess operator_process(
       {.user = "myop-prometheus-scrape",
        .namespaces = {ns.name(), refused_ns.name()},
        .pod_namespace = ns.name(),
        .extra_args = {"--metrics-secure", "--metrics-cert-dir", served.string(), "--leader-elect",
-                      "--leader-election-namespace", ns.name()},
-       .extra_cluster_role_files = {"metrics_auth_role.yaml"}});
+                      "--leader-election-namespace", ns.name(), "--webhook-bind-address",
+                      "127.0.0.1:" + std::to_string(free_port()), "--webhook-crds="},
+       .extra_cluster_role_files = {"metrics_auth_role.yaml"},
+       .extra_role_files = {"webhook_secret_role.yaml"}});
   operator_process.start();
 
   // The shipped alerts, evaluated on the scraped series (their job is the chart's default one).

@@ -399,9 +399,11 @@ TEST_CASE(
     CHECK(same_yaml((*service)["spec"]["selector"],
                     (*find_object(objects, "Deployment", "my-operator"))["spec"]["selector"]["matchLabels"]));
     const auto args = args_of(objects);
-    for (const char* flag : {"--webhook-bind-address=:9443", "--webhook-service=my-operator-webhook",
-                             "--webhook-secret=my-operator-webhook-cert", "--webhook-cert-validity=8760h",
-                             "--webhook-ca-validity=87600h"}) {
+    for (const char* flag :
+         {"--webhook-bind-address=:9443", "--webhook-service=my-operator-webhook",
+          "--webhook-secret=my-operator-webhook-cert", "--webhook-ca-secret=my-operator-webhook-cert-ca",
+          "--webhook-cert-validity=8760h", "--webhook-ca-validity=87600h",
+          "--webhook-crds=myresources.myorg.io"}) {
       INFO(flag);
       CHECK(args.count(flag) == 1);
     }
@@ -427,8 +429,26 @@ TEST_CASE(
     for (const auto& name : (*certificate)["spec"]["dnsNames"]) names.insert(name.as<std::string>());
     CHECK(names == std::set<std::string>{"my-operator-webhook.my-operator-system.svc",
                                          "my-operator-webhook.my-operator-system.svc.cluster.local"});
-    CHECK((*certificate)["spec"]["issuerRef"]["name"].as<std::string>() == "my-operator-webhook");
-    CHECK(find_object(objects, "Issuer", "my-operator-webhook"));
+    // The chart's own CA signs it: selfSigned Issuer -> CA Certificate -> CA Issuer -> this one. The
+    // injected caBundle is then the CA, the same across renewals of the serving certificate.
+    CHECK((*certificate)["spec"]["issuerRef"]["kind"].as<std::string>() == "Issuer");
+    CHECK((*certificate)["spec"]["issuerRef"]["name"].as<std::string>() == "my-operator-webhook-ca");
+    CHECK((*certificate)["spec"]["privateKey"]["rotationPolicy"].as<std::string>() == "Always");
+    const auto ca_issuer = find_object(objects, "Issuer", "my-operator-webhook-ca");
+    REQUIRE(ca_issuer);
+    CHECK((*ca_issuer)["spec"]["ca"]["secretName"].as<std::string>("") == "my-operator-webhook-ca");
+    const auto ca = find_object(objects, "Certificate", "my-operator-webhook-ca");
+    REQUIRE(ca);
+    CHECK((*ca)["spec"]["isCA"].as<bool>(false));
+    CHECK((*ca)["spec"]["secretName"].as<std::string>() == "my-operator-webhook-ca");
+    CHECK((*ca)["spec"]["duration"].as<std::string>() == "87600h");
+    CHECK((*ca)["spec"]["privateKey"]["rotationPolicy"].as<std::string>() == "Never");  // renewed, same key
+    CHECK((*ca)["spec"]["issuerRef"]["name"].as<std::string>() == "my-operator-webhook-selfsigned");
+    const auto self_signed = find_object(objects, "Issuer", "my-operator-webhook-selfsigned");
+    REQUIRE(self_signed);
+    CHECK((*self_signed)["spec"]["selfSigned"].IsMap());
+    CHECK_FALSE(
+        find_object(objects, "Issuer", "my-operator-webhook"));  // the serving certificate's own CA no more
     const auto crds = objects_of_kind(objects, "CustomResourceDefinition");
     REQUIRE(crds.size() == 1);
     CHECK(crds[0]["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].as<std::string>("") ==
@@ -452,7 +472,10 @@ TEST_CASE(
         yaml_documents(helm_template("-n my-operator-system --set webhook.certManager.enabled=true --set "
                                      "webhook.certManager.issuerRef.kind=ClusterIssuer --set "
                                      "webhook.certManager.issuerRef.name=internal-ca"));
-    CHECK_FALSE(find_object(own_issuer, "Issuer", "my-operator-webhook"));
+    for (const char* name :
+         {"my-operator-webhook", "my-operator-webhook-ca", "my-operator-webhook-selfsigned"})
+      CHECK_FALSE(find_object(own_issuer, "Issuer", name));
+    CHECK_FALSE(find_object(own_issuer, "Certificate", "my-operator-webhook-ca"));
     const auto issued = find_object(own_issuer, "Certificate", "my-operator-webhook");
     REQUIRE(issued);
     CHECK((*issued)["spec"]["issuerRef"]["kind"].as<std::string>() == "ClusterIssuer");
@@ -473,6 +496,51 @@ TEST_CASE(
     CHECK(policy_ports(objects).count(9443) == 0);
     CHECK_FALSE(find_object(objects, "ClusterRole", "my-operator-webhook"));
     CHECK_FALSE(find_object(objects, "Role", "my-operator-webhook-secret"));
+  }
+  SECTION("the CRD's caBundle is this release's only when it installs the CRD, or says so (patchCaBundle)") {
+    auto crd_args = [&](const std::string& values) {
+      std::set<std::string> found;
+      for (const auto& arg : args_of(yaml_documents(helm_template("-n my-operator-system " + values))))
+        if (arg.rfind("--webhook-crds", 0) == 0 || arg.rfind("--webhook-cert-names", 0) == 0)
+          found.insert(arg);
+      return found;
+    };
+    auto crd_role = [&](const std::string& values) {
+      return find_object(yaml_documents(helm_template("-n my-operator-system " + values)), "ClusterRole",
+                         "my-operator-webhook")
+          .has_value();
+    };
+    const std::set<std::string> owned{"--webhook-crds=myresources.myorg.io"};
+    const std::set<std::string> none{"--webhook-crds="};
+    CHECK(crd_args("") == owned);
+    CHECK(crd_role(""));
+    // Another release installs the CRD (per-team releases): this one leaves its caBundle alone and may
+    // not patch it; the Secrets are still its own.
+    CHECK(crd_args("--set crds.install=false") == none);
+    CHECK_FALSE(crd_role("--set crds.install=false"));
+    CHECK(find_object(yaml_documents(helm_template("-n my-operator-system --set crds.install=false")), "Role",
+                      "my-operator-webhook-secret"));
+    // The CRD installed elsewhere names this release's Service.
+    CHECK(crd_args("--set crds.install=false --set webhook.patchCaBundle=true") == owned);
+    CHECK(crd_role("--set crds.install=false --set webhook.patchCaBundle=true"));
+    CHECK(crd_args("--set webhook.patchCaBundle=false") == none);
+    CHECK_FALSE(crd_role("--set webhook.patchCaBundle=false"));
+    // A webhook.url is another webhook's, unless this release says it is its own: then the certificate
+    // names its host.
+    CHECK(crd_args("--set webhook.url=https://webhook.example:9443/convert") == none);
+    CHECK(
+        crd_args("--set webhook.url=https://Webhook.Example:9443/convert --set webhook.patchCaBundle=true") ==
+        std::set<std::string>{"--webhook-crds=myresources.myorg.io", "--webhook-cert-names=webhook.example"});
+    CHECK(crd_args("--set webhook.caBundle=Zm9v") == none);
+    for (const std::string& contradiction :
+         {std::string("--set webhook.patchCaBundle=true --set webhook.caBundle=Zm9v"),
+          std::string("--set webhook.patchCaBundle=true --set webhook.certManager.enabled=true")}) {
+      const auto refused = testenv::run(helm_binary() + " template t " + shell_quote(chart_folder()) +
+                                        " --kube-version " + server_version() + " " + contradiction);
+      INFO(contradiction << ": " << refused.output);
+      CHECK_FALSE(refused.ok());
+      CHECK(refused.output.find("webhook.patchCaBundle=true") != std::string::npos);
+    }
   }
   SECTION("webhook.enabled=false without webhook.url is refused: v1alpha1 needs a webhook") {
     const auto refused = testenv::run(helm_binary() + " template t " + shell_quote(chart_folder()) +

@@ -39,7 +39,7 @@ std::vector<std::string> chart_arguments(const std::string& deployment, const st
   for (const auto& arg : args.GetArray()) {
     const std::string text = arg.GetString();
     if (text.rfind("--metrics-bind-address", 0) == 0 || text.rfind("--health-probe-bind-address", 0) == 0 ||
-        text.rfind("--log-format", 0) == 0)
+        text.rfind("--log-format", 0) == 0 || text.rfind("--webhook-crds", 0) == 0)
       continue;
     if (text.rfind("--webhook-bind-address", 0) == 0) {
       kept.push_back("--webhook-bind-address=127.0.0.1:0");

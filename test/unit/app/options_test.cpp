@@ -60,13 +60,16 @@ TEST_CASE("webhook flags: off by default, names and CRDs as lists, validities ch
   const auto& off = std::get<Options>(defaults);
   CHECK(off.webhook_bind_address == "0");
   CHECK(off.webhook_secret == "my-operator-webhook-cert");
+  CHECK(off.webhook_ca_secret.empty());  // <webhook-secret>-ca
+  CHECK(off.webhook_cert_check_interval == std::chrono::minutes(1));
   CHECK(off.webhook_crds == std::vector<std::string>{"myresources.myorg.io"});
   CHECK(off.webhook_cert_validity == std::chrono::hours(8760));
   CHECK(off.webhook_ca_validity == std::chrono::hours(87600));
 
   const auto set = parse({"--webhook-bind-address", "127.0.0.1:9443", "--webhook-cert-names",
                           "127.0.0.1, ::1", "--webhook-crds", "a.example.com,b.example.com",
-                          "--webhook-cert-validity", "90s", "--webhook-ca-validity", "10m"});
+                          "--webhook-cert-validity", "90s", "--webhook-ca-validity", "10m",
+                          "--webhook-ca-secret", "webhook-ca", "--webhook-cert-check-interval", "1s"});
   REQUIRE(std::holds_alternative<Options>(set));
   const auto& on = std::get<Options>(set);
   CHECK(on.webhook_bind_address == "127.0.0.1:9443");
@@ -74,11 +77,14 @@ TEST_CASE("webhook flags: off by default, names and CRDs as lists, validities ch
   CHECK(on.webhook_crds == std::vector<std::string>{"a.example.com", "b.example.com"});
   CHECK(on.webhook_cert_validity == std::chrono::seconds(90));
   CHECK(on.webhook_ca_validity == std::chrono::minutes(10));
+  CHECK(on.webhook_ca_secret == "webhook-ca");
+  CHECK(on.webhook_cert_check_interval == std::chrono::seconds(1));
 
   // The CA signs the certificate: it cannot outlive it.
   CHECK(std::get<int>(parse({"--webhook-cert-validity", "2h", "--webhook-ca-validity", "1h"})) != 0);
   CHECK(std::get<int>(parse({"--webhook-cert-validity", "0s"})) != 0);
   CHECK(std::get<int>(parse({"--webhook-ca-validity", "forever"})) != 0);
+  CHECK(std::get<int>(parse({"--webhook-cert-check-interval", "0s"})) != 0);
 }
 
 TEST_CASE("storage migration flags: on by default at 20 writes a second, off with false, a rate above 0",

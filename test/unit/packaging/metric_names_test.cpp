@@ -32,6 +32,9 @@ const std::set<std::string> kContractMetrics = {
     "myoperator_canaries_active",
     "myoperator_orphans_total",
     "myoperator_build_info",
+    "myoperator_webhook_certificate_expiry_timestamp_seconds",
+    "myoperator_webhook_certificate_last_success_timestamp_seconds",
+    "myoperator_webhook_certificate_checks_total",
 };
 
 // Metric names in a text: identifiers with one of the contract's prefixes, without the
@@ -78,8 +81,10 @@ TEST_CASE("packaging: the dashboard shows every metric of the contract", "[packa
   }
 }
 
-TEST_CASE("packaging: the alerts cover error rate, p95 latency, queue backlog and a missing leader",
-          "[packaging][metrics]") {
+TEST_CASE(
+    "packaging: the alerts cover error rate, p95 latency, queue backlog, a missing leader and the webhook "
+    "certificates",
+    "[packaging][metrics]") {
   const auto rules = yaml_documents(read_text(repository_root() / "config/prometheus/rules.yaml"));
   REQUIRE(rules.size() == 1);
   std::map<std::string, std::string> expressions;
@@ -90,4 +95,8 @@ TEST_CASE("packaging: the alerts cover error rate, p95 latency, queue backlog an
   CHECK(expressions["MyOperatorReconcileLatencyHigh"].find("histogram_quantile(0.95") != std::string::npos);
   CHECK(expressions["MyOperatorWorkQueueBacklog"].find("workqueue_depth") != std::string::npos);
   CHECK(expressions["MyOperatorNoLeader"].find("leader_election_master_status") != std::string::npos);
+  CHECK(expressions["MyOperatorWebhookCertificateExpiringSoon"].find(
+            "myoperator_webhook_certificate_expiry_timestamp_seconds") != std::string::npos);
+  CHECK(expressions["MyOperatorWebhookCertificateRenewalFailing"].find(
+            "myoperator_webhook_certificate_last_success_timestamp_seconds") != std::string::npos);
 }

@@ -120,10 +120,12 @@ inline std::set<std::string> expected_storage_migration_grants() {
           "apiextensions.k8s.io/customresourcedefinitions/status/myresources.myorg.io:patch"};
 }
 
-// ... and the Secret holding them in the operator's namespace: create (which RBAC cannot limit by
-// name), then get and update of that Secret only.
+// ... and the Secrets holding them in the operator's namespace, the serving one (`secret`) and the
+// CA's (`secret`-ca): create (which RBAC cannot limit by name), then get and update of those two only.
 inline std::set<std::string> expected_webhook_secret_grants(const std::string& secret) {
-  return {"/secrets:create", "/secrets/" + secret + ":get", "/secrets/" + secret + ":update"};
+  const std::string ca = secret + "-ca";
+  return {"/secrets:create", "/secrets/" + secret + ":get", "/secrets/" + secret + ":update",
+          "/secrets/" + ca + ":get", "/secrets/" + ca + ":update"};
 }
 
 // Every grant of a role: by name where the rule names its objects, else by resource.

@@ -1,169 +1,266 @@
-// The webhook's self-managed certificates (src/runtime/webhook_certificates.h): when the serving
-// certificate and the CA are renewed, and what a renewal keeps trusted.
+// The webhook certificate manager's passes (src/runtime/webhook_certificates.h) against an in-memory API
+// server that records who wrote what: one owner per CRD caBundle when two releases share the CRD,
+// replicas with different names that do not renew on every pass, the move of the CA key out of the
+// serving Secret, and the metrics. The real API server runs them in
+// test/integration/myresource/webhook_ca_bundle_owner_test.cpp.
 #include "runtime/webhook_certificates.h"
 
 #include <catch2/catch.hpp>
 
+#include "base/base64.h"
+#include "kube/resource.h"
+#include "runtime/metrics_reader.h"
+#include "support/in_memory_api_server.h"
+#include "support/log_capture.h"
+
+using namespace myop;
 using namespace myop::runtime;
 using namespace std::chrono_literals;
-using Kind = RenewalPlan::Kind;
+using myop::testing::InMemoryApiServer;
+using runtime::testing::metric_value;
 
 namespace {
 
-WebhookCertificateSettings settings(std::chrono::seconds ca_validity = 24h * 3650,
-                                    std::chrono::seconds serving_validity = 24h * 365) {
-  WebhookCertificateSettings result;
-  result.names = {"my-operator-webhook.ops.svc", "127.0.0.1"};
-  result.ca_validity = ca_validity;
-  result.serving_validity = serving_validity;
-  return result;
+const std::string kCrd = "myresources.myorg.io";
+const std::string kCrdPath = kube::object_path(kube::resources::custom_resource_definitions(), "", kCrd);
+
+std::string secret_path(const std::string& namespace_name, const std::string& name) {
+  return kube::object_path(kube::resources::secrets(), namespace_name, name);
 }
 
-WebhookCertificates made(const WebhookCertificateSettings& with) {
-  auto certificates =
-      renew_certificates(nullptr, {Kind::Authority, "test"}, with, std::chrono::system_clock::now());
-  INFO((certificates.ok() ? std::string() : certificates.error().to_string()));
-  REQUIRE(certificates.ok());
-  return *certificates;
+std::string crd_naming_service(const std::string& namespace_name) {
+  return R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","metadata":{"name":")" +
+         kCrd +
+         R"("},"spec":{"group":"myorg.io","conversion":{"strategy":"Webhook","webhook":{"conversionReviewVersions":["v1"],)"
+         R"("clientConfig":{"service":{"namespace":")" +
+         namespace_name + R"(","name":"my-operator-webhook","path":"/convert","port":443}}}}}})";
 }
 
-std::size_t certificate_count(const std::string& bundle) {
-  auto described = describe_certificates(bundle);
-  return described ? described->size() : 0;
+// A replica of the release in `namespace_name`, as bootstrap.cpp builds it, on `server` as `who`.
+struct Replica {
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  std::shared_ptr<WebhookCertificateManager> manager;
+  std::chrono::system_clock::time_point now = std::chrono::system_clock::now();
+
+  Replica(InMemoryApiServer& server, const std::string& namespace_name, const std::string& who,
+          std::vector<std::string> extra_names = {}) {
+    WebhookCertificateManagerOptions options;
+    options.client = std::make_shared<kube::Client>(server.transport(who), "my-operator");
+    options.secret_namespace = namespace_name;
+    options.secret_name = "my-operator-webhook-cert";
+    options.service_name = "my-operator-webhook";
+    options.crd_names = {kCrd};
+    const std::string service = "my-operator-webhook." + namespace_name + ".svc";
+    options.settings.names = {service, service + ".cluster.local"};
+    options.settings.names.insert(options.settings.names.end(), extra_names.begin(), extra_names.end());
+    options.registry = registry;
+    options.metrics_prefix = "test_webhook_certificate";
+    options.now = [this] { return now; };
+    manager = std::make_shared<WebhookCertificateManager>(options);
+  }
+
+  void check() {
+    const auto problem = manager->check();
+    INFO(problem.value_or(""));
+    REQUIRE_FALSE(problem);
+  }
+  double metric(const std::string& name, const std::map<std::string, std::string>& labels = {}) {
+    return metric_value(*registry, "test_webhook_certificate_" + name, labels).value_or(-1);
+  }
+};
+
+std::string decoded_field(InMemoryApiServer& server, const std::string& path, const std::string& key) {
+  const auto secret = server.object(path);
+  const auto* value = secret.view().find({"data", key});
+  if (value == nullptr || !value->IsString()) return {};
+  return base::decode_base64(value->GetString()).value_or("");
+}
+
+std::string ca_bundle_of_crd(InMemoryApiServer& server) {
+  const auto crd = server.object(kCrdPath);
+  return base::decode_base64(
+             kube::string_at(crd.json(), {"spec", "conversion", "webhook", "clientConfig", "caBundle"}))
+      .value_or("");
+}
+
+std::size_t count_lines(const std::string& text, const std::string& needle) {
+  std::size_t count = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++count;
+  return count;
 }
 
 }  // namespace
 
-TEST_CASE("no Secret yet, or one that is not usable, makes a CA and a serving certificate",
+TEST_CASE("two releases in two namespaces, the CRD naming one of them: only its owner writes the caBundle",
           "[runtime][webhook_certificates]") {
-  const auto now = std::chrono::system_clock::now();
-  CHECK(plan_renewal(nullptr, settings(), now).kind == Kind::Authority);
+  auto server = std::make_shared<InMemoryApiServer>();
+  server->put(kCrdPath, crd_naming_service("team-a"));
+  myop::testing::LogCapture logs;
+  Replica team_a(*server, "team-a", "team-a");
+  Replica team_b(*server, "team-b", "team-b");
 
-  const auto good = made(settings());
-  CHECK(plan_renewal(&good, settings(), now).kind == Kind::Keep);
-  CHECK(plan_renewal(&good, settings(), now).reason.empty());
-  CHECK(certificate_count(good.ca_bundle) == 1);
-  CHECK(issued_by(good.serving.certificate_pem, good.ca_bundle));
+  for (int pass = 0; pass < 6; ++pass) {
+    team_b.check();
+    team_a.check();
+  }
+  // Each release has certificates of its own; the CRD carries team-a's CA, written once, by team-a.
+  const auto bundle_a = decoded_field(*server, secret_path("team-a", "my-operator-webhook-cert"), "ca.crt");
+  const auto bundle_b = decoded_field(*server, secret_path("team-b", "my-operator-webhook-cert"), "ca.crt");
+  REQUIRE_FALSE(bundle_a.empty());
+  REQUIRE_FALSE(bundle_b.empty());
+  CHECK(bundle_a != bundle_b);
+  CHECK(ca_bundle_of_crd(*server) == bundle_a);
+  CHECK(server->writes("team-a", kCrdPath).size() == 1);
+  CHECK(server->writes("team-b", kCrdPath).empty());
+  CHECK(team_a.metric("ca_bundle_owned", {{"crd", kCrd}}) == 1);
+  CHECK(team_b.metric("ca_bundle_owned", {{"crd", kCrd}}) == 0);
+  // Not an error of team-b's: its passes succeed, and it said why once, not on each pass.
+  CHECK(team_b.metric("checks_total", {{"result", "success"}}) == 6);
+  CHECK_FALSE(team_b.manager->problem());
+  const auto text = logs.text();
+  CHECK(count_lines(text, "is not this operator's") == 1);
+  CHECK_THAT(text, Catch::Contains("the Service team-a/my-operator-webhook") &&
+                       Catch::Contains("the Service team-b/my-operator-webhook"));
 
-  auto empty = good;
-  empty.ca_bundle.clear();
-  CHECK(plan_renewal(&empty, settings(), now).kind == Kind::Authority);
-  auto other_key = good;
-  other_key.ca_key = made(settings()).ca_key;
-  const auto plan = plan_renewal(&other_key, settings(), now);
-  CHECK(plan.kind == Kind::Authority);
-  CHECK_THAT(plan.reason, Catch::Contains("the CA is not usable"));
+  // The CRD handed to team-b (a person edits its clientConfig): team-b takes the caBundle over, team-a
+  // leaves it alone from then on.
+  server->put(kCrdPath, crd_naming_service("team-b"));
+  for (int pass = 0; pass < 3; ++pass) {
+    team_a.check();
+    team_b.check();
+  }
+  CHECK(ca_bundle_of_crd(*server) == bundle_b);
+  CHECK(server->writes("team-a", kCrdPath).size() == 1);
+  CHECK(server->writes("team-b", kCrdPath).size() == 1);
+  CHECK(team_a.metric("ca_bundle_owned", {{"crd", kCrd}}) == 0);
+  CHECK(team_b.metric("ca_bundle_owned", {{"crd", kCrd}}) == 1);
 }
 
-TEST_CASE("the serving certificate is renewed when a third of it is left, for new names, or for another CA",
+TEST_CASE("replicas with different certificate names checking in turn renew once, then write nothing",
           "[runtime][webhook_certificates]") {
-  const auto now = std::chrono::system_clock::now();
-  const auto with = settings(24h * 3650, 90s);
-  const auto current = made(with);
-  CHECK(plan_renewal(&current, with, now).kind == Kind::Keep);
-  CHECK(plan_renewal(&current, with, now + 55s).kind == Kind::Keep);
-  const auto due = plan_renewal(&current, with, now + 65s);  // 25 s of 90 left
-  CHECK(due.kind == Kind::Serving);
-  CHECK_THAT(due.reason, Catch::Contains("within a third of its validity"));
-
-  auto renamed = with;
-  renamed.names.push_back("my-operator-webhook.ops.svc.cluster.local");
-  const auto rename = plan_renewal(&current, renamed, now);
-  CHECK(rename.kind == Kind::Serving);
-  CHECK_THAT(rename.reason, Catch::Contains("does not name my-operator-webhook.ops.svc.cluster.local"));
-
-  auto foreign = current;
-  foreign.serving = made(with).serving;  // signed by another CA
-  CHECK(plan_renewal(&foreign, with, now).kind == Kind::Serving);
-
-  auto broken = current;
-  broken.serving.key_pem = "garbage";
-  CHECK(plan_renewal(&broken, with, now).kind == Kind::Serving);
-
-  // The renewal keeps the CA and its bundle, and signs a new certificate with it.
-  auto renewed = renew_certificates(&current, due, with, now + 65s);
-  REQUIRE(renewed.ok());
-  CHECK(renewed->ca_bundle == current.ca_bundle);
-  CHECK(renewed->ca_key == current.ca_key);
-  CHECK(renewed->serving.certificate_pem != current.serving.certificate_pem);
-  CHECK(issued_by(renewed->serving.certificate_pem, current.ca_bundle));
-  CHECK(plan_renewal(&*renewed, with, std::chrono::system_clock::now()).kind == Kind::Keep);
+  auto server = std::make_shared<InMemoryApiServer>();
+  server->put(kCrdPath, crd_naming_service("ops"));
+  Replica plain(*server, "ops", "plain");
+  Replica with_url(*server, "ops", "with-url", {"webhook.example"});
+  for (int pass = 0; pass < 10; ++pass) (pass % 2 == 0 ? plain : with_url).check();
+  const auto serving_path = secret_path("ops", "my-operator-webhook-cert");
+  const auto ca_path = secret_path("ops", "my-operator-webhook-cert-ca");
+  // One create by the first, one renewal by the second (for its name, keeping the first's); then none.
+  CHECK(server->writes("", serving_path).size() == 2);
+  CHECK(server->writes("with-url", serving_path).size() == 1);
+  CHECK(server->writes("", ca_path).size() == 1);
+  CHECK(server->writes("", kCrdPath).size() == 1);
+  auto served = inspect_certificate_pair(
+      {decoded_field(*server, serving_path, "tls.crt"), decoded_field(*server, serving_path, "tls.key")});
+  REQUIRE(served.ok());
+  for (const std::string name : {"my-operator-webhook.ops.svc", "webhook.example"})
+    CHECK(std::find(served->names.begin(), served->names.end(), name) != served->names.end());
+  CHECK(plain.metric("renewals_total", {{"certificate", "serving"}}) == 1);
+  CHECK(with_url.metric("renewals_total", {{"certificate", "serving"}}) == 1);
+  CHECK(with_url.metric("renewals_total", {{"certificate", "ca"}}) == 0);
 }
 
-TEST_CASE("a CA renewed keeps the earlier CAs trusted until they expire", "[runtime][webhook_certificates]") {
-  const auto now = std::chrono::system_clock::now();
-  const auto with = settings(120s, 30s);
-  const auto first = made(with);
-  CHECK(plan_renewal(&first, with, now + 70s).kind != Kind::Authority);  // the serving one is due by then
-  const auto due = plan_renewal(&first, with, now + 85s);                // 35 s of 120 left
-  CHECK(due.kind == Kind::Authority);
-  CHECK_THAT(due.reason, Catch::Contains("the CA expires"));
-
-  auto second = renew_certificates(&first, due, with, now + 85s);
-  REQUIRE(second.ok());
-  // The new CA first, the old one after it: both trusted, the new one signs.
-  REQUIRE(certificate_count(second->ca_bundle) == 2);
-  CHECK(first_certificate(second->ca_bundle) != first_certificate(first.ca_bundle));
-  CHECK(second->ca_bundle.find(first_certificate(first.ca_bundle)) != std::string::npos);
-  CHECK(issued_by(second->serving.certificate_pem, first_certificate(second->ca_bundle)));
-  CHECK_FALSE(issued_by(second->serving.certificate_pem, first.ca_bundle));
-
-  // Renewed again after the first CA has expired (the second, made with a longer validity, has not):
-  // the first leaves the bundle.
-  auto longer = with;
-  longer.ca_validity = 600s;
-  second = renew_certificates(&first, due, longer, now + 85s);
-  REQUIRE(second.ok());
-  auto third = renew_certificates(&*second, {Kind::Authority, "test"}, with, now + 200s);
-  REQUIRE(third.ok());
-  CHECK(certificate_count(third->ca_bundle) == 2);  // the third and the second
-  CHECK(third->ca_bundle.find(first_certificate(first.ca_bundle)) == std::string::npos);
-  CHECK(third->ca_bundle.find(first_certificate(second->ca_bundle)) != std::string::npos);
-}
-
-TEST_CASE("the first certificate of a bundle", "[runtime][webhook_certificates]") {
-  const auto a = made(settings());
-  const auto b = made(settings());
-  const std::string bundle = first_certificate(a.ca_bundle) + first_certificate(b.ca_bundle);
-  CHECK(first_certificate(bundle) == first_certificate(a.ca_bundle));
-  CHECK(first_certificate(bundle).back() == '\n');
-  CHECK(first_certificate("").empty());
-  CHECK(first_certificate("no pem here").empty());
-}
-
-TEST_CASE("a new CA keeps the old CA's serving certificate until a later renewal replaces it",
+TEST_CASE("the CA key moves out of the serving Secret of the earlier layout without a new certificate",
           "[runtime][webhook_certificates]") {
-  const auto now = std::chrono::system_clock::now();
-  const auto with = settings(300s, 300s);
-  // A CA near its end (30 s of 300 left) and a fresh serving certificate it signed.
-  auto old_ca = issue_certificate({{"old-ca"}, "", true, 30s});
-  REQUIRE(old_ca.ok());
-  auto serving = issue_certificate({with.names, "", false, 300s}, &*old_ca);
-  REQUIRE(serving.ok());
-  const WebhookCertificates current{old_ca->certificate_pem, old_ca->key_pem, *serving};
-  const auto plan = plan_renewal(&current, with, now);
-  REQUIRE(plan.kind == Kind::Authority);
+  auto server = std::make_shared<InMemoryApiServer>();
+  server->put(kCrdPath, crd_naming_service("ops"));
+  const auto serving_path = secret_path("ops", "my-operator-webhook-cert");
+  const auto ca_path = secret_path("ops", "my-operator-webhook-cert-ca");
+  // What an earlier version wrote: one Secret with the CA key.
+  WebhookCertificateSettings earlier;
+  earlier.names = {"my-operator-webhook.ops.svc", "my-operator-webhook.ops.svc.cluster.local"};
+  auto legacy = renew_certificates(nullptr, {RenewalPlan::Kind::Authority, "test", {}}, earlier,
+                                   std::chrono::system_clock::now());
+  REQUIRE(legacy.ok());
+  std::string data;
+  for (const auto& [key, value] : serving_secret_data(*legacy, true))
+    data += std::string(data.empty() ? "" : ",") + "\"" + key + "\":\"" + base::encode_base64(value) + "\"";
+  server->put(
+      serving_path,
+      R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"my-operator-webhook-cert","namespace":"ops"},)"
+      R"("type":"kubernetes.io/tls","data":{)" +
+          data + "}}");
 
-  auto renewed = renew_certificates(&current, plan, with, now);
-  REQUIRE(renewed.ok());
-  CHECK(certificate_count(renewed->ca_bundle) == 2);
-  // Still the old CA's certificate: the new CA is not yet in the CRDs' caBundle.
-  CHECK(renewed->serving.certificate_pem == serving->certificate_pem);
-  // Then the next plan replaces it with one of the new CA.
-  const auto next = plan_renewal(&*renewed, with, now);
-  CHECK(next.kind == Kind::Serving);
-  CHECK_THAT(next.reason, Catch::Contains("not the current CA's"));
-  auto switched = renew_certificates(&*renewed, next, with, now);
-  REQUIRE(switched.ok());
-  CHECK(issued_by(switched->serving.certificate_pem, first_certificate(renewed->ca_bundle)));
-  CHECK(plan_renewal(&*switched, with, now).kind == Kind::Keep);
+  Replica replica(*server, "ops", "new");
+  replica.check();
+  // The CA Secret holds the same CA; the serving Secret is untouched (its copy of the key stays for
+  // operators of the earlier version); the same certificate is served.
+  REQUIRE(server->exists(ca_path));
+  CHECK(decoded_field(*server, ca_path, "ca.key") == legacy->ca_key);
+  CHECK(decoded_field(*server, ca_path, "ca.crt") == legacy->ca_bundle);
+  CHECK(server->writes("", serving_path).empty());
+  CHECK(decoded_field(*server, serving_path, "tls.crt") == legacy->serving.certificate_pem);
+  CHECK(replica.metric("renewals_total", {{"certificate", "serving"}}) == 0);
+  CHECK(replica.metric("renewals_total", {{"certificate", "ca"}}) == 0);
 
-  // A serving certificate due anyway is not kept for the new CA.
-  auto short_serving = issue_certificate({with.names, "", false, 30s}, &*old_ca);
-  REQUIRE(short_serving.ok());
-  const WebhookCertificates due{old_ca->certificate_pem, old_ca->key_pem, *short_serving};
-  auto replaced = renew_certificates(&due, plan_renewal(&due, with, now), with, now);
-  REQUIRE(replaced.ok());
-  CHECK(replaced->serving.certificate_pem != short_serving->certificate_pem);
-  CHECK(issued_by(replaced->serving.certificate_pem, first_certificate(replaced->ca_bundle)));
+  // Passes within the grace write nothing.
+  replica.now += 30min;
+  replica.check();
+  CHECK(server->writes("", serving_path).empty());
+  CHECK(server->writes("", ca_path).size() == 1);
+
+  // After it the copy goes; certificate and bundle stay.
+  replica.now += 31min;
+  replica.check();
+  REQUIRE(server->writes("", serving_path).size() == 1);
+  CHECK(decoded_field(*server, serving_path, "ca.key").empty());
+  CHECK(decoded_field(*server, serving_path, "tls.crt") == legacy->serving.certificate_pem);
+  CHECK(decoded_field(*server, serving_path, "ca.crt") == legacy->ca_bundle);
+  CHECK(server->writes("", ca_path).size() == 1);
+  CHECK(ca_bundle_of_crd(*server) == legacy->ca_bundle);
+
+  // An operator of the earlier version, still running, finds no key, makes a new CA and writes it with
+  // its key into the serving Secret: the next pass moves that CA too, and keeps the copy again.
+  auto newer = renew_certificates(&*legacy, {RenewalPlan::Kind::Authority, "test", {}}, earlier, replica.now);
+  REQUIRE(newer.ok());
+  std::string rewritten;
+  for (const auto& [key, value] : serving_secret_data(*newer, true))
+    rewritten +=
+        std::string(rewritten.empty() ? "" : ",") + "\"" + key + "\":\"" + base::encode_base64(value) + "\"";
+  server->put(
+      serving_path,
+      R"({"apiVersion":"v1","kind":"Secret","metadata":{"name":"my-operator-webhook-cert","namespace":"ops"},)"
+      R"("type":"kubernetes.io/tls","data":{)" +
+          rewritten + "}}");
+  replica.check();
+  CHECK(decoded_field(*server, ca_path, "ca.key") == newer->ca_key);
+  CHECK(first_certificate(decoded_field(*server, ca_path, "ca.crt")) == first_certificate(newer->ca_bundle));
+  CHECK(decoded_field(*server, serving_path, "ca.key") == newer->ca_key);
+  CHECK(ca_bundle_of_crd(*server) == newer->ca_bundle);
+}
+
+TEST_CASE("a pass that fails is counted and leaves the last success where it was, and expiry is exported",
+          "[runtime][webhook_certificates]") {
+  auto server = std::make_shared<InMemoryApiServer>();
+  server->put(kCrdPath, crd_naming_service("ops"));
+  Replica replica(*server, "ops", "ops");
+  CHECK(replica.metric("last_success_timestamp_seconds") == 0);
+  CHECK(replica.metric("expiry_timestamp_seconds", {{"certificate", "serving"}}) == -1);  // absent
+  replica.check();
+  const double succeeded_at = replica.metric("last_success_timestamp_seconds");
+  CHECK(succeeded_at == Approx(std::chrono::duration<double>(replica.now.time_since_epoch()).count()));
+  const auto serving_path = secret_path("ops", "my-operator-webhook-cert");
+  auto served = inspect_certificate_pair(
+      {decoded_field(*server, serving_path, "tls.crt"), decoded_field(*server, serving_path, "tls.key")});
+  REQUIRE(served.ok());
+  CHECK(replica.metric("expiry_timestamp_seconds", {{"certificate", "serving"}}) ==
+        Approx(std::chrono::duration<double>(served->valid_until.time_since_epoch()).count()));
+  CHECK(replica.metric("expiry_timestamp_seconds", {{"certificate", "ca"}}) >
+        replica.metric("expiry_timestamp_seconds", {{"certificate", "serving"}}));
+
+  server->fail(kCrdPath, 500);
+  replica.now += 1min;
+  const auto problem = replica.manager->check();
+  REQUIRE(problem);
+  CHECK_THAT(*problem, Catch::Contains("cannot read the CRD " + kCrd));
+  CHECK(replica.metric("checks_total", {{"result", "failure"}}) == 1);
+  CHECK(replica.metric("checks_total", {{"result", "success"}}) == 1);
+  CHECK(replica.metric("last_success_timestamp_seconds") == succeeded_at);
+
+  server->fail(serving_path, 403);
+  CHECK(replica.manager->check());
+  CHECK(replica.metric("checks_total", {{"result", "failure"}}) == 2);
+  server->clear_failures();
+  replica.check();
+  CHECK(replica.metric("last_success_timestamp_seconds") > succeeded_at);
 }
