@@ -186,13 +186,15 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
       manager.webhook_certificates = std::make_shared<runtime::WebhookCertificateManager>(certificates);
     }
   }
+  std::shared_ptr<runtime::LeaseLeaderElector> leader_elector;
   if (options.leader_elect) {
     runtime::LeaderElectionOptions election;
     election.namespace_name =
         options.leader_election_namespace.empty() ? operator_namespace : options.leader_election_namespace;
     election.name = options.leader_election_id;
     election.registry = registry;
-    manager.leader_elector = std::make_shared<runtime::LeaseLeaderElector>(client, election);
+    leader_elector = std::make_shared<runtime::LeaseLeaderElector>(client, election);
+    manager.leader_elector = leader_elector;
   }
   if (options.sharding) {
     runtime::ShardingOptions sharding;
@@ -215,6 +217,15 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
     migration.crd_name = std::string(myresource::kCrdName);
     migration.qps = options.storage_migration_qps;
     migration.burst = std::max(1, static_cast<int>(options.storage_migration_qps));
+    migration.check_interval = options.storage_migration_interval;
+    migration.retry_interval = options.storage_migration_retry_interval;
+    migration.events = built->event_recorder();
+    migration.registry = registry;
+    migration.metrics_prefix = "myoperator_storage_migration";
+    // Sharded replicas all run it: the owner of shard slot 0 alone writes. A leader writes while its
+    // Lease is fresh.
+    if (built->shard_gate()) migration.write_permit = runtime::shard_slot_permit(built->shard_gate(), 0);
+    if (leader_elector) migration.write_permit = runtime::leader_permit(leader_elector);
     built->add_runnable(std::make_shared<runtime::StorageVersionMigrator>(migration));
   }
   built->add_webhook("/convert", [](const runtime::HttpRequest& request) {

@@ -120,6 +120,13 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       "all namespaces");
   add("storage-migration-qps", options.storage_migration_qps,
       "No-op writes per second of the storage version migration");
+  std::string storage_migration_interval = "10m";
+  std::string storage_migration_retry_interval = "30s";
+  add("storage-migration-interval", storage_migration_interval,
+      "How often the storage version migration reads the CRD for a new storage version, e.g. 10m");
+  add("storage-migration-retry-interval", storage_migration_retry_interval,
+      "How soon a storage migration pass that was interrupted, or left objects the API server refused, is "
+      "tried again, e.g. 30s");
   add("webhook-bind-address", options.webhook_bind_address,
       "Address the conversion webhook (HTTPS, POST /convert) binds to, e.g. :9443; 0 disables it");
   add_flag("webhook-only", options.webhook_only,
@@ -210,6 +217,12 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
     options.watch_stall_timeout = duration("--watch-stall-timeout", watch_stall_timeout);
     if (!(options.storage_migration_qps > 0))
       throw CLI::ValidationError("--storage-migration-qps", "must be more than 0");
+    options.storage_migration_interval = duration("--storage-migration-interval", storage_migration_interval);
+    options.storage_migration_retry_interval =
+        duration("--storage-migration-retry-interval", storage_migration_retry_interval);
+    if (options.storage_migration_interval.count() <= 0 ||
+        options.storage_migration_retry_interval.count() <= 0)
+      throw CLI::ValidationError("--storage-migration-interval", "intervals must be at least 1s");
     options.webhook_cert_validity = duration("--webhook-cert-validity", webhook_cert_validity);
     options.webhook_ca_validity = duration("--webhook-ca-validity", webhook_ca_validity);
     options.webhook_cert_check_interval =

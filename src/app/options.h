@@ -58,6 +58,10 @@ struct Options {
   // namespace (a namespaced operator cannot list them all).
   bool migrate_storage = true;
   double storage_migration_qps = 20;
+  // How often the CRD is read for a new storage version, and how soon a pass that was interrupted or
+  // left objects refused by the API server is tried again.
+  std::chrono::seconds storage_migration_interval = std::chrono::minutes(10);
+  std::chrono::seconds storage_migration_retry_interval = std::chrono::seconds(30);
   std::vector<std::string> webhook_crds{"myresources.myorg.io"};
   std::string webhook_crds_flag = "myresources.myorg.io";
   std::chrono::seconds webhook_cert_validity = std::chrono::hours(24 * 365);

@@ -23,10 +23,13 @@ bool ShardGate::may_write(std::string_view namespace_name) const {
 }
 
 std::optional<ShardGate::Ticket> ShardGate::enter(std::string_view namespace_name) {
-  const int slot = shard_slot(namespace_name, slot_count());
+  return enter_slot(shard_slot(namespace_name, slot_count()));
+}
+
+std::optional<ShardGate::Ticket> ShardGate::enter_slot(int slot) {
   const TimePoint now = clock_->now();
   std::lock_guard lock(mutex_);
-  auto& state = slots_[static_cast<std::size_t>(slot)];
+  auto& state = slots_.at(static_cast<std::size_t>(slot));
   if (closed_ || !state.active || now >= deadline_) return std::nullopt;
   ++state.in_flight;
   return Ticket(this, slot);

@@ -52,6 +52,9 @@ class ShardGate {
 
   // A ticket for writing objects of `namespace_name`; nullopt when its slot is not active here.
   std::optional<Ticket> enter(std::string_view namespace_name);
+  // A ticket of `slot` itself, for work that belongs to one replica rather than to a namespace (the
+  // storage migration, runtime/storage_migration.h, is the work of slot 0's owner).
+  std::optional<Ticket> enter_slot(int slot);
 
   // Writes are allowed until `deadline` (none before the first call).
   void extend_deadline(TimePoint deadline);

@@ -101,6 +101,22 @@ TEST_CASE("storage migration flags: on by default at 20 writes a second, off wit
   CHECK(std::get<int>(parse({"--migrate-storage", "perhaps"})) != 0);
 }
 
+TEST_CASE(
+    "storage migration intervals: the CRD read every 10 minutes, a retry after 30 s, both durations of 1s or "
+    "more",
+    "[app][options][storage-migration]") {
+  const auto defaults = parse({});
+  REQUIRE(std::holds_alternative<Options>(defaults));
+  CHECK(std::get<Options>(defaults).storage_migration_interval == std::chrono::minutes(10));
+  CHECK(std::get<Options>(defaults).storage_migration_retry_interval == std::chrono::seconds(30));
+  const auto fast = parse({"--storage-migration-interval", "1s", "--storage-migration-retry-interval", "2s"});
+  REQUIRE(std::holds_alternative<Options>(fast));
+  CHECK(std::get<Options>(fast).storage_migration_interval == std::chrono::seconds(1));
+  CHECK(std::get<Options>(fast).storage_migration_retry_interval == std::chrono::seconds(2));
+  CHECK(std::get<int>(parse({"--storage-migration-interval", "0s"})) != 0);
+  CHECK(std::get<int>(parse({"--storage-migration-retry-interval", "soon"})) != 0);
+}
+
 TEST_CASE("webhook only: off by default, needs the webhook's address, refuses leader election and sharding",
           "[app][options][webhook]") {
   const auto defaults = parse({});
