@@ -33,6 +33,10 @@ release=my-operator
 "${helm[@]}" install "$release" "$repo/charts/my-operator" -n "$namespace" --create-namespace \
   --set crds.install=false --set webhook.patchCaBundle=true --set replicaCount=0 \
   --set podDisruptionBudget.enabled=false >/dev/null
+# The chart's ServiceAccount policy bounds every write the operator makes below (a refusal is a
+# "forbidden" in its log, which fails the run): it must be there.
+"${kubectl[@]}" get validatingadmissionpolicybinding "$release-service-account-deployments" \
+  "$release-service-account-crds" >/dev/null
 # Whatever happens next, the run ends with the operator stopped and the release uninstalled: the
 # chart's Deployment left in my-operator-system would make later tests of this control plane apply
 # config/default's over it (its selector is immutable).

@@ -23,7 +23,7 @@ fi
 [ -n "$compiler" ] || { echo "fuzz: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
 
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(watch_parser_fuzzer kubeconfig_fuzzer conversion_review_fuzzer)
+[ ${#targets[@]} -gt 0 ] || targets=(watch_parser_fuzzer kubeconfig_fuzzer conversion_review_fuzzer json_parser_fuzzer)
 
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)

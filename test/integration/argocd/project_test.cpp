@@ -1,7 +1,8 @@
-// The tenants' AppProject (config/argocd/apps/tenants-project.yaml) as a real Argo CD enforces it:
-// a commit under tenants/ that carries anything but MyResources in team-* namespaces is refused at
-// sync, and nothing of it reaches the cluster. Hidden ([.argocd-env]) like argocd_test.cpp: it needs
-// the argocd-env fixture of test/CMakeLists.txt.
+// A tenant's AppProject (config/argocd/apps/tenant-projects.yaml) as a real Argo CD enforces it: a
+// commit under tenants/team-a that carries anything but MyResources in team-a (a ClusterRoleBinding, a
+// Deployment, a MyResource aimed at the operator's namespace, at default, or at another tenant's
+// namespace team-b) is refused at sync, and nothing of it reaches the cluster. Hidden ([.argocd-env]) like
+// argocd_test.cpp: it needs the argocd-env fixture of test/CMakeLists.txt.
 #include <catch2/catch.hpp>
 
 #include <chrono>
@@ -16,7 +17,7 @@ using namespace std::chrono_literals;
 
 namespace {
 
-constexpr const char* kProject = "my-operator-tenants";
+constexpr const char* kProject = "tenant-team-a";
 
 std::string operation_message() {
   return application_field(kTenantApplication, "{.status.operationState.message}");
@@ -27,8 +28,8 @@ bool exists(const std::string& what) { return testenv::kubectl("get " + what).ok
 }  // namespace
 
 TEST_CASE(
-    "argocd: the tenants' project refuses a ClusterRoleBinding a Deployment and MyResources outside team "
-    "namespaces",
+    "argocd: a tenant's project refuses a ClusterRoleBinding, a Deployment and MyResources outside the "
+    "tenant's namespace, another tenant's included",
     "[.argocd-env][argocd]") {
   // The operator runs so that MyResources an earlier test removed from git can be pruned (their
   // finalizer), which the clean sync at the end depends on.
@@ -48,7 +49,7 @@ TEST_CASE(
     return "apiVersion: myorg.io/v1alpha1\nkind: MyResource\nmetadata:\n  name: " + name +
            "\n  namespace: " + namespace_name + "\nspec:\n  image: registry.example.com/team-a/web:v1\n";
   };
-  // One commit with all four: Argo CD validates every resource before it applies any, and reports
+  // One commit with all five: Argo CD validates every resource before it applies any, and reports
   // each refusal in the failed operation's message.
   const std::string bad = commit_to_apps(
       "tenant commit beyond its project",
@@ -56,7 +57,9 @@ TEST_CASE(
           "escalation.yaml && printf '%s' " + shell_quoted(deployment) + " > " + folder +
           "sneaky.yaml && printf '%s' " + shell_quoted(myresource_in("takeover", "my-operator-system")) +
           " > " + folder + "takeover.yaml && printf '%s' " +
-          shell_quoted(myresource_in("elsewhere", "default")) + " > " + folder + "elsewhere.yaml");
+          shell_quoted(myresource_in("elsewhere", "default")) + " > " + folder +
+          "elsewhere.yaml && printf '%s' " + shell_quoted(myresource_in("neighbour", "team-b")) + " > " +
+          folder + "neighbour.yaml");
   refresh(kTenantApplication);
   const std::string refusals[] = {
       "resource rbac.authorization.k8s.io:ClusterRoleBinding is not permitted in project " +
@@ -64,6 +67,7 @@ TEST_CASE(
       "resource apps:Deployment is not permitted in project " + std::string(kProject),
       "namespace my-operator-system is not permitted in project '" + std::string(kProject) + "'",
       "namespace default is not permitted in project '" + std::string(kProject) + "'",
+      "namespace team-b is not permitted in project '" + std::string(kProject) + "'",
   };
   {
     INFO(describe_application(kTenantApplication));
@@ -86,6 +90,7 @@ TEST_CASE(
   CHECK_FALSE(exists("deployment team-a-sneaky -n team-a"));
   CHECK_FALSE(exists("myresource takeover -n my-operator-system"));
   CHECK_FALSE(exists("myresource elsewhere -n default"));
+  CHECK_FALSE(exists("myresource neighbour -n team-b"));
 
   // The tenant removes the commit: the Application syncs again, and the tenant's own MyResource
   // was never touched. The failed operation would retry the refused revision with backoff first;

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <fnmatch.h>
+#include <map>
 #include <set>
 
 #include "packaging_support.h"
@@ -20,7 +21,8 @@ TEST_CASE("packaging: config/argocd is accepted by Argo CD's CRDs", "[packaging]
   CHECK(result.ok());
   for (const char* object :
        {"application.argoproj.io/my-operator", "applicationset.argoproj.io/myresources",
-        "appproject.argoproj.io/my-operator", "appproject.argoproj.io/my-operator-tenants",
+        "appproject.argoproj.io/my-operator", "appproject.argoproj.io/tenant-team-a",
+        "appproject.argoproj.io/tenant-team-b", "appproject.argoproj.io/my-operator-root",
         "application.argoproj.io/my-operator-root", "configmap/argocd-cm"}) {
     INFO(object);
     CHECK(result.output.find(object) != std::string::npos);
@@ -118,65 +120,162 @@ bool destination_allowed(const YAML::Node& project, const std::string& namespace
   return allowed;
 }
 
+// The tenant projects of tenant-projects.yaml, by name.
+std::map<std::string, YAML::Node> tenant_projects() {
+  std::map<std::string, YAML::Node> projects;
+  for (const auto& project :
+       yaml_documents(read_text(testenv::source_dir() + kApps + "tenant-projects.yaml")))
+    projects[project["metadata"]["name"].as<std::string>()] = project;
+  return projects;
+}
+
+// "group/kind/name" of each entry of a cluster resource whitelist ("group/kind/" without a name).
+std::set<std::string> whitelisted_by_name(const YAML::Node& list) {
+  std::set<std::string> entries;
+  for (const auto& entry : list)
+    entries.insert(entry["group"].as<std::string>() + "/" + entry["kind"].as<std::string>() + "/" +
+                   entry["name"].as<std::string>(""));
+  return entries;
+}
+
 }  // namespace
 
-TEST_CASE("packaging: the tenants' Applications get a project of MyResources in team-* namespaces only",
-          "[packaging][argocd]") {
-  const YAML::Node tenants = argocd_file("tenants-project.yaml");
+TEST_CASE(
+    "packaging: each tenant's Application gets a project of its own: MyResources in the tenant's namespace "
+    "only",
+    "[packaging][argocd]") {
   const YAML::Node application_set = argocd_file("myresources.yaml");
-  CHECK(application_set["spec"]["template"]["spec"]["project"].as<std::string>() ==
-        tenants["metadata"]["name"].as<std::string>());
-  const YAML::Node spec = tenants["spec"];
-  CHECK(spec["clusterResourceWhitelist"].IsSequence());
-  CHECK(spec["clusterResourceWhitelist"].size() == 0);
-  CHECK(whitelisted(spec["namespaceResourceWhitelist"]) == std::set<std::string>{"myorg.io/MyResource"});
-  CHECK_FALSE(spec["namespaceResourceBlacklist"]);
-  REQUIRE(spec["sourceRepos"].size() == 1);
-  CHECK(spec["sourceRepos"][0].as<std::string>() ==
-        application_set["spec"]["generators"][0]["git"]["repoURL"].as<std::string>());
-  CHECK(destination_allowed(tenants, "team-a"));
-  for (const char* forbidden : {"my-operator-system", "kube-system", "default", "argocd"}) {
-    INFO(forbidden);
-    CHECK_FALSE(destination_allowed(tenants, forbidden));
+  const YAML::Node template_spec = application_set["spec"]["template"]["spec"];
+  // The folder tenants/<name> is deployed into namespace <name> by project tenant-<name>.
+  CHECK(template_spec["project"].as<std::string>() == "tenant-{{ .path.basename }}");
+  CHECK(template_spec["destination"]["namespace"].as<std::string>() == "{{ .path.basename }}");
+  const auto projects = tenant_projects();
+  // Every tenant namespace the chart creates has its project, and no project is for anything else.
+  std::set<std::string> tenants;
+  for (const auto& tenant :
+       argocd_file("my-operator.yaml")["spec"]["source"]["helm"]["valuesObject"]["tenants"])
+    tenants.insert(tenant["name"].as<std::string>());
+  REQUIRE(tenants.size() >= 2);
+  CHECK(projects.size() == tenants.size());
+  for (const std::string& tenant : tenants) {
+    INFO(tenant);
+    const auto found = projects.find("tenant-" + tenant);
+    REQUIRE(found != projects.end());
+    const YAML::Node spec = found->second["spec"];
+    CHECK(spec["clusterResourceWhitelist"].IsSequence());
+    CHECK(spec["clusterResourceWhitelist"].size() == 0);
+    CHECK(whitelisted(spec["namespaceResourceWhitelist"]) == std::set<std::string>{"myorg.io/MyResource"});
+    CHECK_FALSE(spec["namespaceResourceBlacklist"]);
+    REQUIRE(spec["sourceRepos"].size() == 1);
+    CHECK(spec["sourceRepos"][0].as<std::string>() ==
+          application_set["spec"]["generators"][0]["git"]["repoURL"].as<std::string>());
+    CHECK(destination_allowed(found->second, tenant));
+    // Another tenant's namespace is refused: a file under tenants/team-a saying `namespace: team-b`
+    // never lands there.
+    for (const std::string& other : tenants) {
+      if (other == tenant) continue;
+      INFO("another tenant: " << other);
+      CHECK_FALSE(destination_allowed(found->second, other));
+    }
+    for (const char* forbidden : {"my-operator-system", "kube-system", "default", "argocd", "team-c"}) {
+      INFO(forbidden);
+      CHECK_FALSE(destination_allowed(found->second, forbidden));
+    }
   }
 }
 
-TEST_CASE("packaging: the operator's project allows the kinds and namespaces its chart renders, and no more",
-          "[packaging][argocd]") {
+TEST_CASE(
+    "packaging: the operator's project allows the cluster-scoped objects its chart renders by name, its "
+    "kinds in its namespaces, and no more",
+    "[packaging][argocd]") {
   const YAML::Node project = argocd_file("project.yaml");
   const YAML::Node application = argocd_file("my-operator.yaml");
   CHECK(application["spec"]["project"].as<std::string>() == project["metadata"]["name"].as<std::string>());
   REQUIRE(project["spec"]["sourceRepos"].size() == 1);
   CHECK(project["spec"]["sourceRepos"][0].as<std::string>() ==
         application["spec"]["source"]["repoURL"].as<std::string>());
-  // The Application's own values plus every toggle the chart has.
+  const std::string release_namespace = application["spec"]["destination"]["namespace"].as<std::string>();
+  // The Application's own values, and the same with every toggle the chart has: a cluster-scoped
+  // object either renders is allowed, by name, and nothing else.
   TemporaryFolder folder("myop-argocd-values");
   write_text(folder.path() / "application.yaml",
              YAML::Dump(application["spec"]["source"]["helm"]["valuesObject"]));
   write_text(folder.path() / "more.yaml",
              "metrics: {certSecret: metrics-tls, grafanaDashboard: {enabled: true}}\n"
              "watchNamespaces: [team-a]\n");
-  const std::string release_namespace = application["spec"]["destination"]["namespace"].as<std::string>();
-  const auto objects = yaml_documents(helm_template(
-      "-n " + release_namespace + " -f " + shell_quote((folder.path() / "application.yaml").string()) +
-      " -f " + shell_quote((folder.path() / "more.yaml").string())));
+  const std::string values = " -f " + shell_quote((folder.path() / "application.yaml").string());
+  std::vector<YAML::Node> objects = yaml_documents(helm_template("-n " + release_namespace + values));
+  const auto more = yaml_documents(helm_template("-n " + release_namespace + values + " -f " +
+                                                 shell_quote((folder.path() / "more.yaml").string())));
+  objects.insert(objects.end(), more.begin(), more.end());
   REQUIRE_FALSE(objects.empty());
-  const auto cluster_kinds = whitelisted(project["spec"]["clusterResourceWhitelist"]);
+  const auto cluster_entries = whitelisted_by_name(project["spec"]["clusterResourceWhitelist"]);
   const auto namespaced_kinds = whitelisted(project["spec"]["namespaceResourceWhitelist"]);
-  std::set<std::string> rendered_cluster_kinds, rendered_namespaced_kinds;
+  std::set<std::string> rendered_cluster_objects, rendered_namespaced_kinds;
   for (const auto& object : objects) {
     const std::string kind = group_of(object) + "/" + object["kind"].as<std::string>();
-    INFO(kind << " " << object["metadata"]["name"].as<std::string>());
+    const std::string name = object["metadata"]["name"].as<std::string>();
+    INFO(kind << " " << name);
     if (object["metadata"]["namespace"]) {
       rendered_namespaced_kinds.insert(kind);
       CHECK(namespaced_kinds.count(kind) == 1);
       CHECK(destination_allowed(project, object["metadata"]["namespace"].as<std::string>()));
     } else {
-      rendered_cluster_kinds.insert(kind);
-      CHECK(cluster_kinds.count(kind) == 1);
+      rendered_cluster_objects.insert(kind + "/" + name);
+      CHECK(cluster_entries.count(kind + "/" + name) == 1);
     }
   }
-  // Nothing whitelisted that the chart never renders.
-  CHECK(rendered_cluster_kinds == cluster_kinds);
+  // Argo CD creates and labels the release namespace itself (CreateNamespace, managedNamespaceMetadata).
+  std::set<std::string> options;
+  for (const auto& option : application["spec"]["syncPolicy"]["syncOptions"])
+    options.insert(option.as<std::string>());
+  REQUIRE(options.count("CreateNamespace=true") == 1);
+  rendered_cluster_objects.insert("/Namespace/" + release_namespace);
+  // Every entry names one object (no entry without a name allows a whole kind), and none is unused.
+  for (const std::string& entry : cluster_entries) {
+    INFO(entry);
+    CHECK(entry.back() != '/');
+    CHECK(entry.find('*') == std::string::npos);
+  }
+  CHECK(rendered_cluster_objects == cluster_entries);
   CHECK(rendered_namespaced_kinds == namespaced_kinds);
+  // Namespaces by name too: the release's and the chart's tenants', nothing by pattern.
+  std::set<std::string> destinations;
+  for (const auto& destination : project["spec"]["destinations"])
+    destinations.insert(destination["namespace"].as<std::string>());
+  std::set<std::string> expected_destinations = {release_namespace};
+  for (const auto& tenant : application["spec"]["source"]["helm"]["valuesObject"]["tenants"])
+    expected_destinations.insert(tenant["name"].as<std::string>());
+  CHECK(destinations == expected_destinations);
+}
+
+TEST_CASE(
+    "packaging: the root and the operator's Applications follow the release tag, in projects of their own",
+    "[packaging][argocd]") {
+  const auto root_documents =
+      yaml_documents(read_text(testenv::source_dir() + "/config/argocd/root-application.yaml"));
+  REQUIRE(root_documents.size() == 2);
+  const YAML::Node root_project = root_documents[0];
+  const YAML::Node root = root_documents[1];
+  REQUIRE(root_project["kind"].as<std::string>() == "AppProject");
+  REQUIRE(root["kind"].as<std::string>() == "Application");
+  const YAML::Node operator_application = argocd_file("my-operator.yaml");
+  // The chart's version, as a tag: a change on a branch reaches the cluster only with a release.
+  const std::string chart_version =
+      YAML::LoadFile(testenv::source_dir() + "/charts/my-operator/Chart.yaml")["version"].as<std::string>();
+  CHECK(root["spec"]["source"]["targetRevision"].as<std::string>() == "v" + chart_version);
+  CHECK(operator_application["spec"]["source"]["targetRevision"].as<std::string>() == "v" + chart_version);
+  // Not the built-in `default` project (every kind, every namespace): Argo CD's own kinds in argocd only.
+  CHECK(root["spec"]["project"].as<std::string>() == root_project["metadata"]["name"].as<std::string>());
+  CHECK(root_project["metadata"]["name"].as<std::string>() != "default");
+  CHECK(root_project["spec"]["clusterResourceWhitelist"].size() == 0);
+  CHECK(whitelisted(root_project["spec"]["namespaceResourceWhitelist"]) ==
+        std::set<std::string>{"argoproj.io/AppProject", "argoproj.io/Application",
+                              "argoproj.io/ApplicationSet"});
+  CHECK(destination_allowed(root_project, "argocd"));
+  CHECK_FALSE(destination_allowed(root_project, "my-operator-system"));
+  CHECK_FALSE(destination_allowed(root_project, "kube-system"));
+  REQUIRE(root_project["spec"]["sourceRepos"].size() == 1);
+  CHECK(root_project["spec"]["sourceRepos"][0].as<std::string>() ==
+        root["spec"]["source"]["repoURL"].as<std::string>());
 }

@@ -4,6 +4,7 @@
 // least-privilege rules and the rendered CRD is config/crd's.
 #include <catch2/catch.hpp>
 
+#include <map>
 #include <optional>
 
 #include "../../unit/packaging/rbac_policy.h"
@@ -156,7 +157,8 @@ TEST_CASE("packaging: the API server accepts the chart rendered with the default
   const std::string rendered = helm_template("-n my-operator-system");
   const auto objects = yaml_documents(rendered);
   CHECK(objects_of_kind(objects, "ServiceMonitor").empty());
-  CHECK(objects_of_kind(objects, "Deployment").size() == 1);
+  // The manager's and the conversion webhook's.
+  CHECK(objects_of_kind(objects, "Deployment").size() == 2);
   const auto result = server_dry_run(rendered);
   INFO(result.output);
   CHECK(result.ok());
@@ -171,13 +173,14 @@ TEST_CASE("packaging: the API server accepts the chart rendered with every featu
   const std::string rendered =
       helm_template("-n my-operator-system -f " + shell_quote((folder.path() / "values.yaml").string()));
   const auto objects = yaml_documents(rendered);
-  for (const char* kind : {"ServiceMonitor", "PrometheusRule", "ResourceQuota", "LimitRange",
-                           "PodDisruptionBudget", "Namespace"}) {
+  for (const char* kind : {"ServiceMonitor", "PrometheusRule", "ResourceQuota", "LimitRange", "Namespace"}) {
     INFO(kind);
     CHECK(objects_of_kind(objects, kind).size() == 1);
   }
-  // The tenant's and the operator pod's own.
-  CHECK(objects_of_kind(objects, "NetworkPolicy").size() == 2);
+  // The manager's and the webhook Deployment's.
+  CHECK(objects_of_kind(objects, "PodDisruptionBudget").size() == 2);
+  // The tenant's, the manager pods' and the webhook pods'.
+  CHECK(objects_of_kind(objects, "NetworkPolicy").size() == 3);
   const auto result = server_dry_run(rendered);
   INFO(result.output);
   CHECK(result.ok());
@@ -214,6 +217,28 @@ TEST_CASE(
         CHECK(all_grants(role) == expected_webhook_secret_grants("my-operator-webhook-cert"));
       else
         CHECK((name == "my-operator-leader-election" && granted(role) == expected_own_namespace_grants()));
+    }
+    // The webhook's certificate rights go to the webhook Deployment's ServiceAccount, the manager's to
+    // the manager's; the metrics reviews to both, as both serve /metrics.
+    const std::map<std::string, std::vector<std::string>> subjects = {
+        {"my-operator-manager", {"my-operator"}},
+        {"my-operator-leader-election", {"my-operator"}},
+        {"my-operator-storage-migration", {"my-operator"}},
+        {"my-operator-webhook", {"my-operator-webhook"}},
+        {"my-operator-webhook-secret", {"my-operator-webhook"}},
+        {"my-operator-metrics-auth-rolebinding", {"my-operator", "my-operator-webhook"}}};
+    for (const auto& [name, accounts] : subjects) {
+      INFO(name);
+      std::optional<YAML::Node> binding = find_object(objects, "ClusterRoleBinding", name);
+      if (!binding) binding = find_object(objects, "RoleBinding", name);
+      REQUIRE(binding);
+      std::vector<std::string> bound;
+      for (const auto& subject : (*binding)["subjects"]) {
+        CHECK(subject["kind"].as<std::string>() == "ServiceAccount");
+        CHECK(subject["namespace"].as<std::string>() == "my-operator-system");
+        bound.push_back(subject["name"].as<std::string>());
+      }
+      CHECK(bound == accounts);
     }
     // Every ClusterRole is one we know, granting exactly what its user needs.
     for (const auto& role : objects_of_kind(objects, "ClusterRole")) {
@@ -361,62 +386,98 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "packaging: webhook values render the conversion webhook's Service, flags, port and RBAC, cert-manager "
-    "in "
-    "place of the operator's own CA, and none of it when off",
+    "packaging: webhook values render the conversion webhook's Deployment, Service, flags, port and RBAC, "
+    "cert-manager in place of the operator's own CA, the manager's pods serving it when asked, and none of "
+    "it when off",
     "[packaging][helm][webhook]") {
-  auto container_of = [](const std::vector<YAML::Node>& objects) {
-    const auto deployment = find_object(objects, "Deployment", "my-operator");
+  auto container_of = [](const std::vector<YAML::Node>& objects, const std::string& deployment_name) {
+    const auto deployment = find_object(objects, "Deployment", deployment_name);
     REQUIRE(deployment);
     return (*deployment)["spec"]["template"]["spec"]["containers"][0];
   };
-  auto args_of = [&container_of](const std::vector<YAML::Node>& objects) {
+  auto args_of = [&container_of](const std::vector<YAML::Node>& objects, const std::string& deployment_name) {
     std::set<std::string> args;
-    for (const auto& arg : container_of(objects)["args"]) args.insert(arg.as<std::string>());
+    for (const auto& arg : container_of(objects, deployment_name)["args"]) args.insert(arg.as<std::string>());
     return args;
   };
-  auto has_port = [&container_of](const std::vector<YAML::Node>& objects, const std::string& name, int port) {
-    for (const auto& entry : container_of(objects)["ports"])
+  auto has_port = [&container_of](const std::vector<YAML::Node>& objects, const std::string& deployment_name,
+                                  const std::string& name, int port) {
+    for (const auto& entry : container_of(objects, deployment_name)["ports"])
       if (entry["name"].as<std::string>("") == name) return entry["containerPort"].as<int>() == port;
     return false;
   };
-  auto policy_ports = [](const std::vector<YAML::Node>& objects) {
+  auto policy_ports = [](const std::vector<YAML::Node>& objects, const std::string& policy_name) {
     std::set<int> ports;
-    const auto policy = find_object(objects, "NetworkPolicy", "my-operator");
+    const auto policy = find_object(objects, "NetworkPolicy", policy_name);
     REQUIRE(policy);
     for (const auto& rule : (*policy)["spec"]["ingress"])
       for (const auto& port : rule["ports"]) ports.insert(port["port"].as<int>());
     return ports;
   };
+  auto pod_labels = [](const std::vector<YAML::Node>& objects, const std::string& deployment_name) {
+    const auto deployment = find_object(objects, "Deployment", deployment_name);
+    REQUIRE(deployment);
+    return (*deployment)["spec"]["template"]["metadata"]["labels"];
+  };
+  // Whether a label selector (matchLabels or a Service's map) selects pods with these labels.
+  auto selects = [](const YAML::Node& selector, const YAML::Node& labels) {
+    for (const auto& entry : selector)
+      if (labels[entry.first.as<std::string>()].as<std::string>("") != entry.second.as<std::string>())
+        return false;
+    return selector.size() > 0;
+  };
 
-  SECTION("by default: the operator's own CA, its Secret and the CRD's caBundle") {
+  SECTION(
+      "by default: a Deployment of its own, with the operator's own CA, its Secret and the CRD's caBundle") {
     const auto objects = yaml_documents(helm_template("-n my-operator-system"));
     const auto service = find_object(objects, "Service", "my-operator-webhook");
     REQUIRE(service);
-    CHECK((*service)["spec"]["publishNotReadyAddresses"].as<bool>(false));
+    // Conversions go to ready pods only.
+    CHECK_FALSE((*service)["spec"]["publishNotReadyAddresses"].as<bool>(false));
     CHECK((*service)["spec"]["ports"][0]["port"].as<int>() == 443);
     CHECK((*service)["spec"]["ports"][0]["targetPort"].as<std::string>() == "webhook");
-    CHECK(same_yaml((*service)["spec"]["selector"],
-                    (*find_object(objects, "Deployment", "my-operator"))["spec"]["selector"]["matchLabels"]));
-    const auto args = args_of(objects);
+    const YAML::Node service_selector = (*service)["spec"]["selector"];
+    CHECK(same_yaml(
+        service_selector,
+        (*find_object(objects, "Deployment", "my-operator-webhook"))["spec"]["selector"]["matchLabels"]));
+    // The Service never picks the manager's pods, which serve no webhook.
+    CHECK_FALSE(selects(service_selector, pod_labels(objects, "my-operator")));
+    CHECK(selects(service_selector, pod_labels(objects, "my-operator-webhook")));
+    const auto args = args_of(objects, "my-operator-webhook");
     for (const char* flag :
-         {"--webhook-bind-address=:9443", "--webhook-service=my-operator-webhook",
+         {"--webhook-only", "--webhook-bind-address=:9443", "--webhook-service=my-operator-webhook",
           "--webhook-secret=my-operator-webhook-cert", "--webhook-ca-secret=my-operator-webhook-cert-ca",
-          "--webhook-cert-validity=8760h", "--webhook-ca-validity=87600h",
-          "--webhook-crds=myresources.myorg.io"}) {
+          "--webhook-cert-validity=8760h", "--webhook-ca-validity=87600h", "--webhook-crds=myresources.myorg.io",
+          "--health-probe-bind-address=:8081", "--metrics-secure"}) {
       INFO(flag);
       CHECK(args.count(flag) == 1);
     }
-    CHECK(has_port(objects, "webhook", 9443));
-    CHECK(policy_ports(objects).count(9443) == 1);
+    // A webhook-only process refuses the controller's flags.
+    for (const auto& arg : args) {
+      INFO(arg);
+      CHECK(arg.rfind("--leader-elect", 0) != 0);
+      CHECK(arg.rfind("--sharding", 0) != 0);
+    }
+    CHECK(has_port(objects, "my-operator-webhook", "webhook", 9443));
+    CHECK(policy_ports(objects, "my-operator-webhook").count(9443) == 1);
+    // The manager serves no webhook: no flag, no port, no ingress to it.
+    for (const auto& arg : args_of(objects, "my-operator")) CHECK(arg.rfind("--webhook", 0) != 0);
+    CHECK_FALSE(has_port(objects, "my-operator", "webhook", 9443));
+    CHECK(policy_ports(objects, "my-operator").count(9443) == 0);
     const auto crd_role = find_object(objects, "ClusterRole", "my-operator-webhook");
     REQUIRE(crd_role);
     CHECK(all_grants(*crd_role) == expected_webhook_crd_grants());
-    CHECK(find_object(objects, "ClusterRoleBinding", "my-operator-webhook"));
     const auto secret_role = find_object(objects, "Role", "my-operator-webhook-secret");
     REQUIRE(secret_role);
     CHECK(all_grants(*secret_role) == expected_webhook_secret_grants("my-operator-webhook-cert"));
-    CHECK(find_object(objects, "RoleBinding", "my-operator-webhook-secret"));
+    for (const auto& [kind, name] : std::vector<std::pair<std::string, std::string>>{
+             {"ClusterRoleBinding", "my-operator-webhook"}, {"RoleBinding", "my-operator-webhook-secret"}}) {
+      const auto binding = find_object(objects, kind, name);
+      REQUIRE(binding);
+      REQUIRE((*binding)["subjects"].size() == 1);
+      CHECK((*binding)["subjects"][0]["name"].as<std::string>() == "my-operator-webhook");
+    }
+    CHECK(find_object(objects, "ServiceAccount", "my-operator-webhook"));
     CHECK(objects_of_kind(objects, "Certificate").empty());
   }
   SECTION("webhook.certManager: a Certificate mounted as the webhook's files, its CA injected into the CRD") {
@@ -453,17 +514,19 @@ TEST_CASE(
     REQUIRE(crds.size() == 1);
     CHECK(crds[0]["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].as<std::string>("") ==
           "my-operator-system/my-operator-webhook");
-    const auto args = args_of(objects);
+    const auto args = args_of(objects, "my-operator-webhook");
     CHECK(args.count("--webhook-bind-address=:10250") == 1);
     CHECK(args.count("--webhook-cert-dir=/etc/my-operator/webhook-certs") == 1);
     CHECK(args.count("--webhook-secret=my-operator-webhook-cert") == 0);
-    CHECK(has_port(objects, "webhook", 10250));
-    CHECK(policy_ports(objects).count(10250) == 1);
+    CHECK(has_port(objects, "my-operator-webhook", "webhook", 10250));
+    CHECK(policy_ports(objects, "my-operator-webhook").count(10250) == 1);
     bool mounted = false;
-    for (const auto& mount : container_of(objects)["volumeMounts"])
+    for (const auto& mount : container_of(objects, "my-operator-webhook")["volumeMounts"])
       mounted |= mount["name"].as<std::string>() == "webhook-certs" &&
                  mount["mountPath"].as<std::string>() == "/etc/my-operator/webhook-certs";
     CHECK(mounted);
+    for (const auto& mount : container_of(objects, "my-operator")["volumeMounts"])
+      CHECK(mount["name"].as<std::string>() != "webhook-certs");
     // cert-manager fills the caBundle: the operator needs neither the CRD nor a Secret of its own.
     CHECK_FALSE(find_object(objects, "ClusterRole", "my-operator-webhook"));
     CHECK_FALSE(find_object(objects, "Role", "my-operator-webhook-secret"));
@@ -481,7 +544,45 @@ TEST_CASE(
     CHECK((*issued)["spec"]["issuerRef"]["kind"].as<std::string>() == "ClusterIssuer");
     CHECK((*issued)["spec"]["issuerRef"]["name"].as<std::string>() == "internal-ca");
   }
-  SECTION("webhook.enabled=false: no Service, no flag, no port, no RBAC; the CRD calls webhook.url") {
+  SECTION("webhook.deployment.enabled=false: the manager's pods serve it, ready when the webhook is") {
+    const auto objects =
+        yaml_documents(helm_template("-n my-operator-system --set webhook.deployment.enabled=false"));
+    CHECK_FALSE(find_object(objects, "Deployment", "my-operator-webhook"));
+    CHECK_FALSE(find_object(objects, "PodDisruptionBudget", "my-operator-webhook"));
+    CHECK_FALSE(find_object(objects, "ServiceAccount", "my-operator-webhook"));
+    CHECK_FALSE(find_object(objects, "NetworkPolicy", "my-operator-webhook"));
+    const auto service = find_object(objects, "Service", "my-operator-webhook");
+    REQUIRE(service);
+    CHECK_FALSE((*service)["spec"]["publishNotReadyAddresses"].as<bool>(false));
+    CHECK(same_yaml((*service)["spec"]["selector"],
+                    (*find_object(objects, "Deployment", "my-operator"))["spec"]["selector"]["matchLabels"]));
+    const auto args = args_of(objects, "my-operator");
+    for (const char* flag : {"--webhook-bind-address=:9443", "--webhook-service=my-operator-webhook",
+                             "--webhook-secret=my-operator-webhook-cert"}) {
+      INFO(flag);
+      CHECK(args.count(flag) == 1);
+    }
+    CHECK(args.count("--webhook-only") == 0);
+    CHECK(has_port(objects, "my-operator", "webhook", 9443));
+    CHECK(policy_ports(objects, "my-operator").count(9443) == 1);
+    // Readiness is the webhook's, not the caches': listing old objects may itself need a conversion.
+    const YAML::Node container = container_of(objects, "my-operator");
+    CHECK(container["readinessProbe"]["httpGet"]["path"].as<std::string>() == "/readyz/webhook");
+    CHECK(container["readinessProbe"]["periodSeconds"].as<int>() <= 2);
+    CHECK(container["lifecycle"]["preStop"]["sleep"]["seconds"].as<int>() > 0);
+    for (const auto& [kind, name] : std::vector<std::pair<std::string, std::string>>{
+             {"ClusterRoleBinding", "my-operator-webhook"}, {"RoleBinding", "my-operator-webhook-secret"}}) {
+      const auto binding = find_object(objects, kind, name);
+      REQUIRE(binding);
+      CHECK((*binding)["subjects"][0]["name"].as<std::string>() == "my-operator");
+    }
+    // And with the webhook on its own, the manager's readiness stays "caches synced".
+    const auto split = yaml_documents(helm_template("-n my-operator-system"));
+    CHECK(container_of(split, "my-operator")["readinessProbe"]["httpGet"]["path"].as<std::string>() ==
+          "/readyz");
+    CHECK_FALSE(container_of(split, "my-operator")["lifecycle"]);
+  }
+  SECTION("webhook.enabled=false: no Deployment, Service, flag, port or RBAC; the CRD calls webhook.url") {
     const auto objects =
         yaml_documents(helm_template("-n my-operator-system --set webhook.enabled=false --set "
                                      "webhook.url=https://webhook.example:9443/convert"));
@@ -491,9 +592,11 @@ TEST_CASE(
     CHECK(client_config["url"].as<std::string>("") == "https://webhook.example:9443/convert");
     CHECK_FALSE(client_config["service"]);
     CHECK_FALSE(find_object(objects, "Service", "my-operator-webhook"));
-    for (const auto& arg : args_of(objects)) CHECK(arg.rfind("--webhook", 0) == std::string::npos);
-    CHECK_FALSE(has_port(objects, "webhook", 9443));
-    CHECK(policy_ports(objects).count(9443) == 0);
+    CHECK_FALSE(find_object(objects, "Deployment", "my-operator-webhook"));
+    for (const auto& arg : args_of(objects, "my-operator"))
+      CHECK(arg.rfind("--webhook", 0) == std::string::npos);
+    CHECK_FALSE(has_port(objects, "my-operator", "webhook", 9443));
+    CHECK(policy_ports(objects, "my-operator").count(9443) == 0);
     CHECK_FALSE(find_object(objects, "ClusterRole", "my-operator-webhook"));
     CHECK_FALSE(find_object(objects, "Role", "my-operator-webhook-secret"));
   }
@@ -647,4 +750,46 @@ TEST_CASE(
   INFO(with_namespaces.output);
   CHECK_FALSE(with_namespaces.ok());
   CHECK(with_namespaces.output.find("sharding.enabled needs watchNamespaces empty") != std::string::npos);
+}
+
+TEST_CASE(
+    "packaging: config/ carries the chart's webhook Deployment container and ServiceAccount policy (release "
+    "my-operator)",
+    "[packaging][helm][webhook][policy]") {
+  const auto objects = yaml_documents(helm_template("-n my-operator-system"));
+  const auto config_text = [](const std::string& file) {
+    return yaml_documents(read_text(testenv::source_dir() + "/config/" + file));
+  };
+  // The container, but for the image (kustomize's `images:` sets it).
+  const auto chart_webhook = find_object(objects, "Deployment", "my-operator-webhook");
+  REQUIRE(chart_webhook);
+  const auto config_webhook =
+      find_object(config_text("manager/webhook_deployment.yaml"), "Deployment", "my-operator-webhook");
+  REQUIRE(config_webhook);
+  YAML::Node chart_container = YAML::Clone((*chart_webhook)["spec"]["template"]["spec"]["containers"][0]);
+  YAML::Node config_container = YAML::Clone((*config_webhook)["spec"]["template"]["spec"]["containers"][0]);
+  chart_container.remove("image");
+  config_container.remove("image");
+  CHECK(same_yaml(chart_container, config_container));
+  for (const char* field : {"priorityClassName", "securityContext", "terminationGracePeriodSeconds",
+                            "serviceAccountName", "automountServiceAccountToken"}) {
+    INFO(field);
+    CHECK(same_yaml((*chart_webhook)["spec"]["template"]["spec"][field],
+                    (*config_webhook)["spec"]["template"]["spec"][field]));
+  }
+  // The ServiceAccount policies, spec for spec.
+  const auto config_policies = config_text("rbac/service_account_policy.yaml");
+  int compared = 0;
+  for (const auto& object : objects) {
+    const std::string kind = object["kind"].as<std::string>();
+    const std::string name = object["metadata"]["name"].as<std::string>();
+    if (name.find("-service-account-") == std::string::npos) continue;
+    INFO(kind << "/" << name);
+    const auto copy = find_object(config_policies, kind, name);
+    REQUIRE(copy);
+    CHECK(same_yaml(object["spec"], (*copy)["spec"]));
+    ++compared;
+  }
+  CHECK(compared == 4);
+  CHECK(config_policies.size() == 4);
 }

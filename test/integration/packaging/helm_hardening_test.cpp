@@ -1,7 +1,8 @@
-// What the platform review of issue 19 asked of the chart: the operator pod's NetworkPolicy, its
-// ephemeral-storage bounds, and values that are refused with a message instead of rendering a
-// cluster hazard (a system namespace as a tenant, a budget that blocks every drain, a metrics
-// certificate that would be ignored).
+// What the platform reviews asked of the chart: the operator pods' NetworkPolicies, their
+// ephemeral-storage bounds, the webhook Deployment's availability (spread, budget, priority, probes,
+// a shutdown that leaves the Service first), and values that are refused with a message instead of
+// rendering a cluster hazard (a system namespace as a tenant, a budget that blocks every drain, a
+// metrics certificate that would be ignored).
 #include <catch2/catch.hpp>
 
 #include "packaging_support.h"
@@ -23,17 +24,20 @@ std::string refused(const std::string& flags) {
   return result.output;
 }
 
-YAML::Node only_object(const std::string& rendered, const std::string& kind) {
-  YAML::Node found;
-  int count = 0;
-  for (const auto& object : yaml_documents(rendered)) {
-    if (object["kind"].as<std::string>("") != kind) continue;
-    found = object;
-    ++count;
-  }
-  INFO(kind);
-  REQUIRE(count == 1);
-  return found;
+YAML::Node named_object(const std::string& rendered, const std::string& kind, const std::string& name) {
+  for (const auto& object : yaml_documents(rendered))
+    if (object["kind"].as<std::string>("") == kind && object["metadata"]["name"].as<std::string>("") == name)
+      return object;
+  FAIL("no " << kind << "/" << name << " rendered");
+  return {};
+}
+
+bool same_labels(const YAML::Node& left, const YAML::Node& right) {
+  if (left.size() != right.size() || left.size() == 0) return false;
+  for (const auto& entry : left)
+    if (right[entry.first.as<std::string>()].as<std::string>("") != entry.second.as<std::string>())
+      return false;
+  return true;
 }
 
 bool has_port(const YAML::Node& ports, const std::string& protocol, int port) {
@@ -45,28 +49,37 @@ bool has_port(const YAML::Node& ports, const std::string& protocol, int port) {
 }  // namespace
 
 TEST_CASE(
-    "packaging: the chart's NetworkPolicy lets in the metrics, webhook and probe ports and out the API "
-    "server "
-    "and DNS",
+    "packaging: the chart's NetworkPolicies let in only metrics from the monitoring namespace and the "
+    "webhook "
+    "port, and out the API server and DNS",
     "[packaging][helm][networkpolicy]") {
   FixedNamespace system_namespace("my-operator-system");
   const std::string rendered = helm_template("-n my-operator-system");
-  const YAML::Node policy = only_object(rendered, "NetworkPolicy");
-  const YAML::Node deployment = only_object(rendered, "Deployment");
-  // It selects exactly the operator's pods.
-  const YAML::Node selector = policy["spec"]["podSelector"]["matchLabels"];
-  const YAML::Node pod_labels = deployment["spec"]["template"]["metadata"]["labels"];
-  REQUIRE(selector.size() > 0);
-  for (const auto& label : selector)
-    CHECK(pod_labels[label.first.as<std::string>()].as<std::string>("") == label.second.as<std::string>());
-  CHECK(policy["spec"]["policyTypes"].size() == 2);
+  const YAML::Node policy = named_object(rendered, "NetworkPolicy", "my-operator");
+  const YAML::Node webhook_policy = named_object(rendered, "NetworkPolicy", "my-operator-webhook");
+  // Each selects exactly its Deployment's pods.
+  for (const auto& [policy_node, deployment_name] : std::vector<std::pair<YAML::Node, std::string>>{
+           {policy, "my-operator"}, {webhook_policy, "my-operator-webhook"}}) {
+    INFO(deployment_name);
+    const YAML::Node selector = policy_node["spec"]["podSelector"]["matchLabels"];
+    const YAML::Node pod_labels =
+        named_object(rendered, "Deployment", deployment_name)["spec"]["template"]["metadata"]["labels"];
+    REQUIRE(selector.size() > 0);
+    for (const auto& label : selector)
+      CHECK(pod_labels[label.first.as<std::string>()].as<std::string>("") == label.second.as<std::string>());
+    CHECK(policy_node["spec"]["policyTypes"].size() == 2);
+  }
+  CHECK(named_object(rendered, "Deployment",
+                     "my-operator")["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/component"]
+            .as<std::string>() == "manager");
 
+  // The manager: metrics from the monitoring namespace, nothing else; the probes come from the pod's own
+  // node, which NetworkPolicy always allows.
   const YAML::Node ingress = policy["spec"]["ingress"];
-  REQUIRE(ingress.size() == 3);
+  REQUIRE(ingress.size() == 1);
   CHECK(has_port(ingress[0]["ports"], "TCP", 8443));
-  CHECK(has_port(ingress[1]["ports"], "TCP", 9443));  // the API server calling the conversion webhook
-  CHECK(has_port(ingress[2]["ports"], "TCP", 8081));
-
+  CHECK(ingress[0]["from"][0]["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"]
+            .as<std::string>() == "monitoring");
   const YAML::Node egress = policy["spec"]["egress"];
   REQUIRE(egress.size() == 2);
   CHECK(has_port(egress[0]["ports"], "TCP", 443));
@@ -75,24 +88,48 @@ TEST_CASE(
   CHECK(has_port(egress[1]["ports"], "TCP", 53));
   CHECK(egress[1]["to"][0]["podSelector"]["matchLabels"]["k8s-app"].as<std::string>() == "kube-dns");
 
+  // The webhook pods: metrics as above, the webhook port (from anyone: the API server's address is the
+  // cluster's), out only the API server.
+  const YAML::Node webhook_ingress = webhook_policy["spec"]["ingress"];
+  REQUIRE(webhook_ingress.size() == 2);
+  CHECK(has_port(webhook_ingress[0]["ports"], "TCP", 8443));
+  CHECK(has_port(webhook_ingress[1]["ports"], "TCP", 9443));
+  CHECK_FALSE(webhook_ingress[1]["from"]);
+  REQUIRE(webhook_policy["spec"]["egress"].size() == 1);
+  CHECK(has_port(webhook_policy["spec"]["egress"][0]["ports"], "TCP", 443));
+
   // The local control plane has no CNI, so nothing enforces it here: the API server accepts it.
   const auto result = server_dry_run(rendered);
   INFO(result.output);
   CHECK(result.ok());
 
-  SECTION("the API server's CIDR and ports and extra egress are values") {
-    const YAML::Node narrowed = only_object(
-        helm_template(
-            "-n my-operator-system --set networkPolicy.apiServer.cidrs={10.0.0.1/32} "
-            "--set networkPolicy.apiServer.ports={8443} "
-            "--set-json 'networkPolicy.extraEgress=[{\"ports\":[{\"protocol\":\"TCP\",\"port\":4318}]}]'"),
-        "NetworkPolicy");
-    const YAML::Node rules = narrowed["spec"]["egress"];
+  SECTION("the API server's CIDR and ports and extra egress are values; the CIDRs also bound the webhook") {
+    const std::string narrowed_text = helm_template(
+        "-n my-operator-system --set networkPolicy.apiServer.cidrs={10.0.0.1/32} "
+        "--set networkPolicy.apiServer.ports={8443} "
+        "--set-json 'networkPolicy.extraEgress=[{\"ports\":[{\"protocol\":\"TCP\",\"port\":4318}]}]'");
+    const YAML::Node rules = named_object(narrowed_text, "NetworkPolicy", "my-operator")["spec"]["egress"];
     REQUIRE(rules.size() == 3);
     CHECK(rules[0]["to"][0]["ipBlock"]["cidr"].as<std::string>() == "10.0.0.1/32");
     CHECK(has_port(rules[0]["ports"], "TCP", 8443));
     CHECK_FALSE(has_port(rules[0]["ports"], "TCP", 443));
     CHECK(has_port(rules[2]["ports"], "TCP", 4318));
+    const YAML::Node webhook_from =
+        named_object(narrowed_text, "NetworkPolicy", "my-operator-webhook")["spec"]["ingress"][1]["from"];
+    REQUIRE(webhook_from.size() == 1);
+    CHECK(webhook_from[0]["ipBlock"]["cidr"].as<std::string>() == "10.0.0.1/32");
+  }
+  SECTION("webhookFrom, metricsFrom and probesFrom are values; an empty metricsFrom means anyone") {
+    const std::string text = helm_template(
+        "-n my-operator-system --set-json 'networkPolicy.metricsFrom=[]' "
+        "--set-json 'networkPolicy.webhookFrom=[{\"ipBlock\":{\"cidr\":\"192.0.2.10/32\"}}]' "
+        "--set-json 'networkPolicy.probesFrom=[{\"ipBlock\":{\"cidr\":\"10.1.0.0/16\"}}]'");
+    const YAML::Node rules = named_object(text, "NetworkPolicy", "my-operator-webhook")["spec"]["ingress"];
+    REQUIRE(rules.size() == 3);
+    CHECK_FALSE(rules[0]["from"]);
+    CHECK(rules[1]["from"][0]["ipBlock"]["cidr"].as<std::string>() == "192.0.2.10/32");
+    CHECK(has_port(rules[2]["ports"], "TCP", 8081));
+    CHECK(rules[2]["from"][0]["ipBlock"]["cidr"].as<std::string>() == "10.1.0.0/16");
   }
   SECTION("off, there is none") {
     const auto objects =
@@ -101,9 +138,86 @@ TEST_CASE(
   }
 }
 
+TEST_CASE(
+    "packaging: the webhook Deployment spreads over nodes, keeps a replica through drains, outranks "
+    "workloads, "
+    "leaves the Service before it stops and is hardened like the manager",
+    "[packaging][helm][webhook]") {
+  const std::string rendered = helm_template("-n my-operator-system");
+  const YAML::Node deployment = named_object(rendered, "Deployment", "my-operator-webhook");
+  const YAML::Node pod = deployment["spec"]["template"]["spec"];
+  const YAML::Node container = pod["containers"][0];
+  CHECK(deployment["spec"]["replicas"].as<int>() == 2);
+  CHECK(deployment["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"].as<int>() == 0);
+
+  // Required spread (a single node still schedules it, unlike required anti-affinity).
+  REQUIRE(pod["topologySpreadConstraints"].size() == 1);
+  const YAML::Node spread = pod["topologySpreadConstraints"][0];
+  CHECK(spread["topologyKey"].as<std::string>() == "kubernetes.io/hostname");
+  CHECK(spread["whenUnsatisfiable"].as<std::string>() == "DoNotSchedule");
+  CHECK(spread["maxSkew"].as<int>() == 1);
+  CHECK(spread["nodeTaintsPolicy"].as<std::string>() == "Honor");
+  CHECK(same_labels(spread["labelSelector"]["matchLabels"], deployment["spec"]["selector"]["matchLabels"]));
+  CHECK_FALSE(pod["affinity"]);
+
+  const YAML::Node budget = named_object(rendered, "PodDisruptionBudget", "my-operator-webhook");
+  CHECK(budget["spec"]["minAvailable"].as<int>() == 1);
+  CHECK(
+      same_labels(budget["spec"]["selector"]["matchLabels"], deployment["spec"]["selector"]["matchLabels"]));
+  CHECK(pod["priorityClassName"].as<std::string>() == "system-cluster-critical");
+
+  // Readiness: "the webhook answers with a valid certificate"; out of the Service within 2 x 2 s.
+  CHECK(container["readinessProbe"]["httpGet"]["path"].as<std::string>() == "/readyz");
+  CHECK(container["readinessProbe"]["periodSeconds"].as<int>() *
+            container["readinessProbe"]["failureThreshold"].as<int>() <=
+        4);
+  CHECK(container["readinessProbe"]["timeoutSeconds"].as<int>() == 1);
+  CHECK(container["livenessProbe"]["httpGet"]["path"].as<std::string>() == "/healthz");
+  // Stopping: first out of the endpoints (preStop), then SIGTERM, with time left for the shutdown.
+  const int sleep_seconds = container["lifecycle"]["preStop"]["sleep"]["seconds"].as<int>();
+  CHECK(sleep_seconds >= 3);
+  CHECK(pod["terminationGracePeriodSeconds"].as<int>() > sleep_seconds + 10);
+
+  // The manager's hardening, its own ServiceAccount, and resources sized for a webhook.
+  const YAML::Node manager_pod =
+      named_object(rendered, "Deployment", "my-operator")["spec"]["template"]["spec"];
+  CHECK(YAML::Dump(pod["securityContext"]) == YAML::Dump(manager_pod["securityContext"]));
+  CHECK(YAML::Dump(container["securityContext"]) ==
+        YAML::Dump(manager_pod["containers"][0]["securityContext"]));
+  CHECK(pod["serviceAccountName"].as<std::string>() == "my-operator-webhook");
+  CHECK(container["resources"]["limits"]["memory"].as<std::string>() == "256Mi");
+  CHECK(container["resources"]["requests"]["cpu"].as<std::string>() == "50m");
+
+  // The API server admits all of it (priorityClassName is checked on the pods: the install test).
+  FixedNamespace system_namespace("my-operator-system");
+  const auto result = server_dry_run(rendered);
+  INFO(result.output);
+  CHECK(result.ok());
+
+  SECTION("values that would block drains or cut the shutdown short are refused") {
+    CHECK(refused("--set webhook.deployment.podDisruptionBudget.minAvailable=2")
+              .find("must be below webhook.deployment.replicas (2)") != std::string::npos);
+    CHECK(refused("--set webhook.deployment.terminationGracePeriodSeconds=5")
+              .find("must be above webhook.preStopSleepSeconds") != std::string::npos);
+    const std::string one = helm_template("-n my-operator-system --set webhook.deployment.replicas=1");
+    for (const auto& object : yaml_documents(one))
+      CHECK(object["metadata"]["name"].as<std::string>() + object["kind"].as<std::string>() !=
+            "my-operator-webhookPodDisruptionBudget");
+    const YAML::Node own_spread = named_object(
+        helm_template(
+            "-n my-operator-system --set-json "
+            "'webhook.deployment.topologySpreadConstraints=[{\"maxSkew\":2,\"topologyKey\":\"zone\","
+            "\"whenUnsatisfiable\":\"ScheduleAnyway\"}]' --set webhook.deployment.priorityClassName="),
+        "Deployment", "my-operator-webhook")["spec"]["template"]["spec"];
+    CHECK(own_spread["topologySpreadConstraints"][0]["topologyKey"].as<std::string>() == "zone");
+    CHECK_FALSE(own_spread["priorityClassName"]);
+  }
+}
+
 TEST_CASE("packaging: the operator container has an ephemeral-storage request and limit",
           "[packaging][helm]") {
-  const YAML::Node deployment = only_object(helm_template("-n my-operator-system"), "Deployment");
+  const YAML::Node deployment =
+      named_object(helm_template("-n my-operator-system"), "Deployment", "my-operator");
   const YAML::Node resources = deployment["spec"]["template"]["spec"]["containers"][0]["resources"];
   CHECK(resources["requests"]["ephemeral-storage"].as<std::string>("") == "64Mi");
   CHECK(resources["limits"]["ephemeral-storage"].as<std::string>("") == "256Mi");
@@ -146,11 +260,12 @@ TEST_CASE("packaging: the chart refuses a PodDisruptionBudget that blocks every 
   CHECK(refused("--set podDisruptionBudget.maxUnavailable=0%").find("maxUnavailable") != std::string::npos);
 
   const YAML::Node budget =
-      only_object(helm_template("-n my-operator-system --set podDisruptionBudget.maxUnavailable=1"),
-                  "PodDisruptionBudget");
+      named_object(helm_template("-n my-operator-system --set podDisruptionBudget.maxUnavailable=1"),
+                   "PodDisruptionBudget", "my-operator");
   CHECK(budget["spec"]["maxUnavailable"].as<int>() == 1);
   CHECK_FALSE(budget["spec"]["minAvailable"]);
-  const YAML::Node by_default = only_object(helm_template("-n my-operator-system"), "PodDisruptionBudget");
+  const YAML::Node by_default =
+      named_object(helm_template("-n my-operator-system"), "PodDisruptionBudget", "my-operator");
   CHECK(by_default["spec"]["minAvailable"].as<int>() == 1);
 }
 
@@ -161,6 +276,7 @@ TEST_CASE("packaging: the chart refuses a metrics certificate it would ignore",
   CHECK(refused("--set metrics.certSecret=metrics-tls --set metrics.enabled=false")
             .find("metrics.certSecret is set but metrics are not served over HTTPS") != std::string::npos);
   const YAML::Node deployment =
-      only_object(helm_template("-n my-operator-system --set metrics.certSecret=metrics-tls"), "Deployment");
+      named_object(helm_template("-n my-operator-system --set metrics.certSecret=metrics-tls"), "Deployment",
+                   "my-operator");
   CHECK(YAML::Dump(deployment).find("--metrics-cert-dir=") != std::string::npos);
 }

@@ -112,6 +112,50 @@ TEST_CASE("packaging: the installed chart's RBAC is exactly what the operator, t
     CHECK_FALSE(can(here, "get secrets"));
   }
 
+  SECTION(
+      "the webhook Deployment: its ServiceAccount may touch its certificate Secret and the CRD's caBundle, "
+      "nothing else, and its pods run at system-cluster-critical priority outside kube-system") {
+    const std::string webhook_account =
+        " --as=system:serviceaccount:" + ns + ":" + release + "-my-operator-webhook";
+    const std::string here = " -n " + ns + webhook_account;
+    const std::string secret = release + "-my-operator-webhook-cert";
+    CHECK(can(here, "create secrets"));  // create cannot be limited by name
+    CHECK(can(here, "get secrets/" + secret));
+    CHECK(can(here, "update secrets/" + secret));
+    CHECK_FALSE(can(here, "get secrets/someone-elses"));
+    CHECK_FALSE(can(here, "list secrets"));
+    CHECK(can(webhook_account, "get customresourcedefinitions/myresources.myorg.io"));
+    CHECK(can(webhook_account, "patch customresourcedefinitions/myresources.myorg.io"));
+    CHECK_FALSE(can(webhook_account, "patch customresourcedefinitions/other.example.com"));
+    CHECK(can(webhook_account, "create tokenreviews.authentication.k8s.io"));
+    for (const char* request :
+         {"list myresources.myorg.io", "create deployments.apps", "patch deployments.apps",
+          "create leases.coordination.k8s.io", "list configmaps", "create events.events.k8s.io",
+          "patch customresourcedefinitions/myresources.myorg.io --subresource=status"}) {
+      INFO(request);
+      CHECK_FALSE(can(" -n " + other_namespace.name() + webhook_account, request));
+    }
+    // And the manager has none of the webhook's rights.
+    CHECK_FALSE(can(" -n " + ns + " " + operator_account, "create secrets"));
+    CHECK_FALSE(can(operator_account, "patch customresourcedefinitions/myresources.myorg.io"));
+
+    // Its pods get the system-cluster-critical priority outside kube-system. The API server's Priority
+    // admission resolves the class on each pod the ReplicaSet makes; a class it refused (or a quota on it)
+    // would leave the Deployment without pods.
+    std::string priorities;
+    for (int attempt = 0; attempt < 150; ++attempt) {
+      priorities = trimmed(testenv::kubectl("get pods -n " + ns +
+                                            " -l app.kubernetes.io/component=webhook -o "
+                                            "jsonpath='{range .items[*]}{.spec.priority} {end}'")
+                               .output);
+      if (priorities == "2000000000 2000000000") break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    INFO(
+        testenv::kubectl("describe replicasets -n " + ns + " -l app.kubernetes.io/component=webhook").output);
+    CHECK(priorities == "2000000000 2000000000");
+  }
+
   SECTION("a tenant's group edits MyResources in its namespace only, and never their status") {
     const std::string developer = " --as=dev --as-group=" + tenant + "-developers";
     CHECK(can(" -n " + tenant + developer, "create myresources.myorg.io"));

@@ -44,14 +44,33 @@ TEST_CASE("packaging: kubectl apply -k config/default --dry-run=server is accept
        {"customresourcedefinition.apiextensions.k8s.io/myresources.myorg.io", "deployment.apps/my-operator",
         "serviceaccount/my-operator", "clusterrole.rbac.authorization.k8s.io/my-operator-manager",
         "role.rbac.authorization.k8s.io/my-operator-leader-election", "configmap/my-operator-config",
-        "service/my-operator-metrics", "networkpolicy.networking.k8s.io/my-operator"}) {
+        "service/my-operator-metrics", "networkpolicy.networking.k8s.io/my-operator",
+        "deployment.apps/my-operator-webhook", "serviceaccount/my-operator-webhook",
+        "service/my-operator-webhook", "poddisruptionbudget.policy/my-operator-webhook",
+        "networkpolicy.networking.k8s.io/my-operator-webhook",
+        "validatingadmissionpolicy.admissionregistration.k8s.io/my-operator-service-account-deployments",
+        "validatingadmissionpolicybinding.admissionregistration.k8s.io/my-operator-service-account-crds"}) {
     INFO(object);
     CHECK(result.output.find(object) != std::string::npos);
   }
 
   const auto built = testenv::kubectl("kustomize " + shell_quote(folder));
   REQUIRE(built.ok());
-  CHECK(rbac_violations(yaml_documents(built.output)).empty());
+  const auto objects = yaml_documents(built.output);
+  CHECK(rbac_violations(objects).empty());
+  // The webhook runs apart: the manager serves none, and the Service picks the webhook's pods only.
+  for (const auto& object : objects) {
+    if (object["kind"].as<std::string>() == "Deployment" &&
+        object["metadata"]["name"].as<std::string>() == "my-operator") {
+      for (const auto& arg : object["spec"]["template"]["spec"]["containers"][0]["args"])
+        CHECK(arg.as<std::string>().rfind("--webhook", 0) != 0);
+    }
+    if (object["kind"].as<std::string>() == "Service" &&
+        object["metadata"]["name"].as<std::string>() == "my-operator-webhook") {
+      CHECK(object["spec"]["selector"]["app.kubernetes.io/component"].as<std::string>("") == "webhook");
+      CHECK_FALSE(object["spec"]["publishNotReadyAddresses"]);
+    }
+  }
 }
 
 TEST_CASE("packaging: kubectl apply -k config/prometheus --dry-run=server is accepted",
@@ -97,26 +116,30 @@ TEST_CASE(
   std::vector<YAML::Node> deployments;
   for (const auto& object : yaml_documents(built.output))
     if (object["kind"].as<std::string>("") == "Deployment") deployments.push_back(object);
-  REQUIRE(deployments.size() == 1);
-  const YAML::Node pod = deployments[0]["spec"]["template"]["spec"];
-  std::vector<std::string> args;
-  for (const auto& arg : pod["containers"][0]["args"]) args.push_back(arg.as<std::string>());
-  CHECK(std::count(args.begin(), args.end(), "--metrics-secure") == 1);
-  CHECK(std::count(args.begin(), args.end(), "--metrics-cert-dir=/etc/my-operator/metrics-certs") == 1);
-  bool mounted = false;
-  for (const auto& mount : pod["containers"][0]["volumeMounts"])
-    mounted = mounted || (mount["name"].as<std::string>("") == "metrics-certs" &&
-                          mount["mountPath"].as<std::string>("") == "/etc/my-operator/metrics-certs");
-  CHECK(mounted);
-  // The Secret whose ca.crt config/prometheus's ServiceMonitor verifies with.
-  const std::string monitor_secret =
-      YAML::LoadFile(
-          testenv::source_dir() +
-          "/config/prometheus/monitor.yaml")["spec"]["endpoints"][0]["tlsConfig"]["ca"]["secret"]["name"]
-          .as<std::string>("");
-  bool volume = false;
-  for (const auto& item : pod["volumes"])
-    volume = volume || (item["name"].as<std::string>("") == "metrics-certs" &&
-                        item["secret"]["secretName"].as<std::string>("") == monitor_secret);
-  CHECK(volume);
+  // The manager and the webhook both serve /metrics with the certificate.
+  REQUIRE(deployments.size() == 2);
+  for (const auto& deployment : deployments) {
+    INFO(deployment["metadata"]["name"].as<std::string>());
+    const YAML::Node pod = deployment["spec"]["template"]["spec"];
+    std::vector<std::string> args;
+    for (const auto& arg : pod["containers"][0]["args"]) args.push_back(arg.as<std::string>());
+    CHECK(std::count(args.begin(), args.end(), "--metrics-secure") == 1);
+    CHECK(std::count(args.begin(), args.end(), "--metrics-cert-dir=/etc/my-operator/metrics-certs") == 1);
+    bool mounted = false;
+    for (const auto& mount : pod["containers"][0]["volumeMounts"])
+      mounted = mounted || (mount["name"].as<std::string>("") == "metrics-certs" &&
+                            mount["mountPath"].as<std::string>("") == "/etc/my-operator/metrics-certs");
+    CHECK(mounted);
+    // The Secret whose ca.crt config/prometheus's ServiceMonitor verifies with.
+    const std::string monitor_secret =
+        YAML::LoadFile(
+            testenv::source_dir() +
+            "/config/prometheus/monitor.yaml")["spec"]["endpoints"][0]["tlsConfig"]["ca"]["secret"]["name"]
+            .as<std::string>("");
+    bool volume = false;
+    for (const auto& item : pod["volumes"])
+      volume = volume || (item["name"].as<std::string>("") == "metrics-certs" &&
+                          item["secret"]["secretName"].as<std::string>("") == monitor_secret);
+    CHECK(volume);
+  }
 }

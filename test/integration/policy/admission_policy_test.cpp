@@ -1,12 +1,13 @@
 // The native policies of config/policy/native (ValidatingAdmissionPolicy + binding), applied to
-// the real API server: they refuse a privileged Deployment, privilege escalation, unpinned
-// images and a :latest MyResource, require limits only in tenant namespaces, and accept every
-// Deployment the operator generates (src/myresource/desired.h).
+// the real API server: in tenant namespaces (label myorg.io/tenant) they refuse a privileged
+// Deployment, privilege escalation, unpinned images, a :latest MyResource and missing limits, and
+// accept every Deployment the operator generates (src/myresource/desired.h); other namespaces (CNI,
+// CSI, monitoring, ...) and the kube-system controllers' own writes are left alone.
 //
-// The shipped policies are cluster-wide. Here each one is renamed with a unique suffix and each
-// binding additionally selects namespaces labelled myorg.io/policy-test=<suffix>, which only
-// this test's namespaces carry: other tests on the same control plane are never affected.
-// Every request is a server-side dry run, so nothing but the policies and namespaces is created.
+// Here each policy is renamed with a unique suffix and each binding additionally selects namespaces
+// labelled myorg.io/policy-test=<suffix>, which only this test's namespaces carry: other tests on the
+// same control plane are never affected. Every request is a server-side dry run, so nothing but the
+// policies and namespaces is created.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -111,6 +112,8 @@ const std::string kHardened =
     "          securityContext: {allowPrivilegeEscalation: false, runAsNonRoot: true, "
     "capabilities: {drop: [ALL]}, seccompProfile: {type: RuntimeDefault}}\n";
 const std::string kLimits = "          resources: {limits: {cpu: 500m, memory: 128Mi}}\n";
+// A MyResource's limits, so that in a tenant namespace only the rule under test refuses it.
+const std::string kMyResourceLimits = "  resources: {limits: {cpu: 500m, memory: 128Mi}}\n";
 
 // Writes a manifest into the build tree's testenv folder; returns its path.
 std::string write_manifest(const std::string& manifest) {
@@ -182,12 +185,15 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
       "wait --for condition=Established --timeout=60s crd/myresources.myorg.io crd/myresources." +
       test_group);
 
+  // `tenant` is a tenant namespace; `plain` carries the test's label but is no tenant's (as the namespaces
+  // of CNI, CSI, monitoring or Argo CD are not); `unlabelled` is not this test's at all.
   testenv::ScopedNamespace plain("policy-plain");
   testenv::ScopedNamespace tenant("policy-tenant");
   testenv::ScopedNamespace unlabelled("policy-other");
   testenv::kubectl_or_fail("label namespace " + plain.name() + " " + kTestLabel + "=" + suffix);
   testenv::kubectl_or_fail("label namespace " + tenant.name() + " " + kTestLabel + "=" + suffix +
                            " myorg.io/tenant=" + tenant.name());
+  const std::string& checked = tenant.name();
 
   // Privileged implies privilege escalation (the API server refuses privileged together with
   // allowPrivilegeEscalation: false), and only the first refusing policy is reported: so the
@@ -199,10 +205,10 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
   {
     // The policies take effect once the API server has loaded them.
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    testenv::CommandResult result = dry_run_create(privileged, plain.name());
+    testenv::CommandResult result = dry_run_create(privileged, checked);
     while (result.ok() && std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      result = dry_run_create(privileged, plain.name());
+      result = dry_run_create(privileged, checked);
     }
     INFO(result.output);
     REQUIRE_FALSE(result.ok());
@@ -214,7 +220,7 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
         deployment("init", "app:1.0.0", kHardened) +
         "      initContainers:\n"
         "        - {name: setup, image: 'busybox:1.36', securityContext: {privileged: true}}\n";
-    const auto result = dry_run_create(manifest, plain.name());
+    const auto result = dry_run_create(manifest, checked);
     INFO(result.output);
     CHECK_FALSE(result.ok());
     CHECK(result.output.find("privileged: true): setup") != std::string::npos);
@@ -224,18 +230,18 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
     policies.apply(stem);
   REQUIRE(policies.policy_count() == 4);
   // A hardened but unpinned Deployment: refused once the pinned-image policy is loaded too.
-  CHECK_FALSE(
-      kubectl_until("apply --dry-run=server -n " + plain.name() + " -f " +
-                        packaging::shell_quote(write_manifest(deployment("wait", "app:latest", kHardened))),
-                    "myorg.io-pinned-image-tags-" + suffix)
-          .ok());
+  CHECK_FALSE(kubectl_until("apply --dry-run=server -n " + checked + " -f " +
+                                packaging::shell_quote(
+                                    write_manifest(deployment("wait", "app:latest", kHardened + kLimits))),
+                            "myorg.io-pinned-image-tags-" + suffix)
+                  .ok());
   CHECK(policies.type_check_warnings() == "");
-  CHECK_FALSE(dry_run_create(privileged, plain.name()).ok());
+  CHECK_FALSE(dry_run_create(privileged, checked).ok());
 
   {  // privilege escalation, explicit or left unset, is refused
     for (const std::string& context : std::vector<std::string>{
              std::string("          securityContext: {allowPrivilegeEscalation: true}\n"), std::string()}) {
-      const auto result = dry_run_create(deployment("escalating", "app:1.0.0", context), plain.name());
+      const auto result = dry_run_create(deployment("escalating", "app:1.0.0", context + kLimits), checked);
       INFO(context << result.output);
       CHECK_FALSE(result.ok());
       CHECK(result.output.find("myorg.io-no-privilege-escalation-" + suffix) != std::string::npos);
@@ -246,7 +252,8 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
     for (const std::string& image : std::vector<std::string>{
              "app:latest", "app", "registry.example.com:5000/team/app",
              "app:latest@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}) {
-      const auto result = dry_run_create(deployment("unpinned", "'" + image + "'", kHardened), plain.name());
+      const auto result =
+          dry_run_create(deployment("unpinned", "'" + image + "'", kHardened + kLimits), checked);
       INFO(image << ": " << result.output);
       CHECK_FALSE(result.ok());
       CHECK(result.output.find("myorg.io-pinned-image-tags-" + suffix) != std::string::npos);
@@ -254,15 +261,16 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
     for (const std::string& image : std::vector<std::string>{
              "app:1.2.3", "registry.example.com:5000/team/app:1.2.3",
              "app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}) {
-      const auto result = dry_run_create(deployment("pinned", "'" + image + "'", kHardened), plain.name());
+      const auto result =
+          dry_run_create(deployment("pinned", "'" + image + "'", kHardened + kLimits), checked);
       INFO(image << ": " << result.output);
       CHECK(result.ok());
     }
   }
 
   {  // a :latest MyResource is refused, by the CRD and by the policy on its own
-    const auto with_crd =
-        dry_run_create(myresource_manifest("myorg.io/v1alpha1", "latest", "app:latest"), plain.name());
+    const auto with_crd = dry_run_create(
+        myresource_manifest("myorg.io/v1alpha1", "latest", "app:latest", kMyResourceLimits), checked);
     INFO(with_crd.output);
     CHECK_FALSE(with_crd.ok());
     CHECK(with_crd.output.find("latest") != std::string::npos);
@@ -272,21 +280,25 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
     for (const std::string version : {"v1alpha1", "v1beta1"}) {
       const std::string copy_version = test_group + "/" + version;
       INFO(copy_version);
-      const auto copy_latest =
-          dry_run_create(myresource_manifest(copy_version, "latest", "app:latest"), plain.name());
+      const auto copy_latest = dry_run_create(
+          myresource_manifest(copy_version, "latest", "app:latest", kMyResourceLimits), checked);
       INFO(copy_latest.output);
       CHECK_FALSE(copy_latest.ok());
       CHECK(copy_latest.output.find("myorg.io-pinned-image-tags-" + suffix) != std::string::npos);
       CHECK(copy_latest.output.find("must not use :latest") != std::string::npos);
 
       const auto copy_untagged =
-          dry_run_create(myresource_manifest(copy_version, "untagged", "app"), plain.name());
+          dry_run_create(myresource_manifest(copy_version, "untagged", "app", kMyResourceLimits), checked);
       INFO(copy_untagged.output);
       CHECK_FALSE(copy_untagged.ok());
       CHECK(copy_untagged.output.find("must carry a tag or a digest") != std::string::npos);
-      CHECK(dry_run_create(myresource_manifest(copy_version, "pinned", "app:1.2.3"), plain.name()).ok());
+      CHECK(
+          dry_run_create(myresource_manifest(copy_version, "pinned", "app:1.2.3", kMyResourceLimits), checked)
+              .ok());
     }
-    CHECK(dry_run_create(myresource_manifest("myorg.io/v1alpha1", "pinned", "app:1.2.3"), plain.name()).ok());
+    CHECK(dry_run_create(myresource_manifest("myorg.io/v1alpha1", "pinned", "app:1.2.3", kMyResourceLimits),
+                         checked)
+              .ok());
   }
 
   {  // limits are required in tenant namespaces only
@@ -335,7 +347,27 @@ TEST_CASE("policy: the native admission policies refuse what they must and accep
     }
   }
 
-  {  // the bindings leave other namespaces alone
-    CHECK(dry_run_create(privileged, unlabelled.name()).ok());
+  {  // the bindings leave other namespaces alone: not a tenant's, or not this test's
+    for (const auto* namespace_name : {&plain.name(), &unlabelled.name()}) {
+      INFO(*namespace_name);
+      CHECK(dry_run_create(privileged, *namespace_name).ok());
+      CHECK(dry_run_create(deployment("unpinned", "app:latest", ""), *namespace_name).ok());
+    }
+  }
+
+  {  // the kube-system controllers' own writes are left alone (matchConditions), anyone else's are not
+    const std::string pod =
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: made-by-a-controller}\nspec:\n"
+        "  containers: [{name: app, image: 'app:latest', securityContext: {privileged: true}}]\n";
+    // `create`, not `apply`: the ReplicaSet controller may create pods but not get them.
+    const auto by_controller = testenv::kubectl(
+        "create --dry-run=server -n " + checked + " -f " + packaging::shell_quote(write_manifest(pod)) +
+        " --as=system:serviceaccount:kube-system:replicaset-controller");
+    INFO(by_controller.output);
+    CHECK(by_controller.ok());
+    const auto by_admin = dry_run_create(pod, checked);
+    INFO(by_admin.output);
+    CHECK_FALSE(by_admin.ok());
+    CHECK(by_admin.output.find(suffix) != std::string::npos);
   }
 }

@@ -116,3 +116,77 @@ TEST_CASE(
     }
   }
 }
+
+TEST_CASE(
+    "policy: the Kyverno tenant policies' matchConditions skip the system namespaces, the kube-system "
+    "controllers and the kubelets, and nothing else",
+    "[policy][kyverno]") {
+  // The four share one webhookConfiguration (rego_test.cpp checks they agree): that of
+  // no_privileged_container.
+  const YAML::Node kyverno =
+      YAML::LoadFile((policy_folder() / "kyverno" / "no_privileged_container.yaml").string());
+  const YAML::Node conditions = kyverno["spec"]["webhookConfiguration"]["matchConditions"];
+  REQUIRE(conditions.size() == 2);
+  const std::string name = std::string(kPolicyName) + "-tenants";
+
+  YAML::Node policy;
+  policy["apiVersion"] = "admissionregistration.k8s.io/v1";
+  policy["kind"] = "ValidatingAdmissionPolicy";
+  policy["metadata"]["name"] = name;
+  policy["spec"]["failurePolicy"] = "Fail";
+  YAML::Node pods;
+  pods["apiGroups"].push_back("");
+  pods["apiVersions"].push_back("v1");
+  pods["operations"].push_back("CREATE");
+  pods["resources"].push_back("pods");
+  policy["spec"]["matchConstraints"]["resourceRules"].push_back(pods);
+  policy["spec"]["matchConditions"] = conditions;
+  YAML::Node validation;
+  validation["expression"] = "1 == 2";
+  validation["message"] = kRefusal;
+  policy["spec"]["validations"].push_back(validation);
+  YAML::Node binding;
+  binding["apiVersion"] = "admissionregistration.k8s.io/v1";
+  binding["kind"] = "ValidatingAdmissionPolicyBinding";
+  binding["metadata"]["name"] = name;
+  binding["spec"]["policyName"] = name;
+  binding["spec"]["validationActions"].push_back("Deny");
+  // Only this test's namespace and kube-system: other tests on the control plane never meet it.
+  testenv::ScopedNamespace tenant("kyverno-tenant");
+  YAML::Node names;
+  names["key"] = "kubernetes.io/metadata.name";
+  names["operator"] = "In";
+  names["values"].push_back(tenant.name());
+  names["values"].push_back("kube-system");
+  binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"].push_back(names);
+
+  ScopedClusterObjects cleanup;
+  cleanup.add("validatingadmissionpolicybinding", name);
+  cleanup.add("validatingadmissionpolicy", name);
+  const auto created = testenv::kubectl_apply(yaml_text(policy) + "---\n" + yaml_text(binding), "");
+  INFO(created.output);
+  REQUIRE(created.ok());
+
+  const auto create_pod = [](const std::string& name_space, const std::string& as) {
+    packaging::TemporaryFolder folder("myop-kyverno-pod");
+    packaging::write_text(folder.path() / "pod.yaml", pod(name_space, "registry.example.com/app:1.0.0"));
+    return testenv::kubectl("create --dry-run=server -f " +
+                            packaging::shell_quote((folder.path() / "pod.yaml").string()) +
+                            (as.empty() ? "" : " --as=" + as));
+  };
+  bool refused = false;
+  for (int attempt = 0; attempt < 120 && !refused; ++attempt) {
+    const auto result = create_pod(tenant.name(), "");
+    refused = !result.ok() && result.output.find(kRefusal) != std::string::npos;
+    if (!refused) std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  REQUIRE(refused);
+  // Skipped: a system namespace; the ReplicaSet controller's Pods (it may create, not get, pods).
+  const auto in_system = create_pod("kube-system", "");
+  INFO(in_system.output);
+  CHECK(in_system.ok());
+  const auto by_controller =
+      create_pod(tenant.name(), "system:serviceaccount:kube-system:replicaset-controller");
+  INFO(by_controller.output);
+  CHECK(by_controller.ok());
+}

@@ -121,3 +121,51 @@ TEST_CASE("policy: the Kyverno ClusterPolicies carry the native policies' CEL", 
             trimmed(variables[i]["expression"].as<std::string>()));
   }
 }
+
+TEST_CASE(
+    "policy: every engine applies the four rules in tenant namespaces only and leaves the kube-system "
+    "controllers and the kubelets alone",
+    "[policy][rego][kyverno]") {
+  const auto tenant_selector = [](const YAML::Node& selector) {
+    return selector["matchExpressions"].size() == 1 &&
+           selector["matchExpressions"][0]["key"].as<std::string>() == "myorg.io/tenant" &&
+           selector["matchExpressions"][0]["operator"].as<std::string>() == "Exists" &&
+           !selector["matchLabels"];
+  };
+  const auto stems = rego_policy_stems();
+  REQUIRE(stems.size() == 4);
+  std::string native_conditions;
+  for (const auto& stem : stems) {
+    INFO(stem);
+    // Native: the binding denies in tenant namespaces only; the policy skips system components.
+    const auto native =
+        packaging::yaml_documents(packaging::read_text(policy_folder() / "native" / (stem + ".yaml")));
+    REQUIRE(native.size() == 2);
+    CHECK(tenant_selector(native[1]["spec"]["matchResources"]["namespaceSelector"]));
+    CHECK(native[1]["spec"]["validationActions"][0].as<std::string>() == "Deny");
+    REQUIRE(native[0]["spec"]["matchConditions"].size() == 1);
+    const std::string conditions =
+        trimmed(native[0]["spec"]["matchConditions"][0]["expression"].as<std::string>());
+    CHECK(conditions.find("system:serviceaccount:kube-system:") != std::string::npos);
+    if (native_conditions.empty()) native_conditions = conditions;
+    CHECK(conditions == native_conditions);  // one rule for all four
+
+    // Gatekeeper: the same namespaces (its Rego skips the same users: opa test).
+    const YAML::Node constraint =
+        YAML::LoadFile((policy_folder() / "gatekeeper" / "constraints" / (stem + ".yaml")).string());
+    CHECK(tenant_selector(constraint["spec"]["match"]["namespaceSelector"]));
+    CHECK_FALSE(constraint["spec"]["match"]["excludedNamespaces"]);
+
+    // Kyverno: the same namespaces; the API server skips the system namespaces and users before it calls
+    // Kyverno, and a Kyverno outage lets requests through (the native policies are the fail-closed ones).
+    const YAML::Node kyverno = YAML::LoadFile((policy_folder() / "kyverno" / (stem + ".yaml")).string());
+    CHECK(tenant_selector(kyverno["spec"]["rules"][0]["match"]["any"][0]["resources"]["namespaceSelector"]));
+    CHECK_FALSE(kyverno["spec"]["rules"][0]["exclude"]);
+    const YAML::Node webhook = kyverno["spec"]["webhookConfiguration"];
+    CHECK(webhook["failurePolicy"].as<std::string>() == "Ignore");
+    bool same_users = false;
+    for (const auto& condition : webhook["matchConditions"])
+      same_users |= trimmed(condition["expression"].as<std::string>()) == native_conditions;
+    CHECK(same_users);
+  }
+}

@@ -2,6 +2,8 @@
 // least-privilege rules forbid (wildcards, escalation verbs, cluster-admin bindings).
 #include <catch2/catch.hpp>
 
+#include <tuple>
+
 #include "packaging_files.h"
 #include "rbac_policy.h"
 
@@ -119,26 +121,38 @@ TEST_CASE(
         expected_storage_migration_grants());
 }
 
-TEST_CASE("packaging: the bindings give the manager roles to the operator's ServiceAccount",
-          "[packaging][rbac]") {
+TEST_CASE(
+    "packaging: the bindings give the manager roles to the operator's ServiceAccount and the webhook's "
+    "certificate roles to the webhook's",
+    "[packaging][rbac]") {
   const auto objects = config_rbac_objects();
   const YAML::Node account = find_object(objects, "ServiceAccount", "my-operator");
   const std::string namespace_name = account["metadata"]["namespace"].as<std::string>();
-  for (const auto& [kind, name] : std::vector<std::pair<std::string, std::string>>{
-           {"ClusterRoleBinding", "my-operator-manager"},
-           {"RoleBinding", "my-operator-leader-election"},
-           {"ClusterRoleBinding", "my-operator-metrics-auth-rolebinding"},
-           {"ClusterRoleBinding", "my-operator-webhook"},
-           {"RoleBinding", "my-operator-webhook-secret"},
-           {"ClusterRoleBinding", "my-operator-storage-migration"}}) {
+  CHECK(find_object(objects, "ServiceAccount", "my-operator-webhook")["metadata"]["namespace"]
+            .as<std::string>() == namespace_name);
+  // Both serve /metrics; only the webhook holds the certificate rights, only the manager the rest.
+  for (const auto& [kind, name, accounts] :
+       std::vector<std::tuple<std::string, std::string, std::vector<std::string>>>{
+           {"ClusterRoleBinding", "my-operator-manager", {"my-operator"}},
+           {"RoleBinding", "my-operator-leader-election", {"my-operator"}},
+           {"ClusterRoleBinding",
+            "my-operator-metrics-auth-rolebinding",
+            {"my-operator", "my-operator-webhook"}},
+           {"ClusterRoleBinding", "my-operator-webhook", {"my-operator-webhook"}},
+           {"RoleBinding", "my-operator-webhook-secret", {"my-operator-webhook"}},
+           {"ClusterRoleBinding", "my-operator-storage-migration", {"my-operator"}}}) {
+    INFO(kind << "/" << name);
     const YAML::Node binding = find_object(objects, kind, name);
     const std::string role =
         name == "my-operator-metrics-auth-rolebinding" ? "my-operator-metrics-auth-role" : name;
     CHECK(binding["roleRef"]["name"].as<std::string>() == role);
-    REQUIRE(binding["subjects"].size() == 1);
-    CHECK(binding["subjects"][0]["kind"].as<std::string>() == "ServiceAccount");
-    CHECK(binding["subjects"][0]["name"].as<std::string>() == "my-operator");
-    CHECK(binding["subjects"][0]["namespace"].as<std::string>() == namespace_name);
+    std::vector<std::string> bound;
+    for (const YAML::Node& subject : binding["subjects"]) {
+      CHECK(subject["kind"].as<std::string>() == "ServiceAccount");
+      CHECK(subject["namespace"].as<std::string>() == namespace_name);
+      bound.push_back(subject["name"].as<std::string>());
+    }
+    CHECK(bound == accounts);
   }
 }
 

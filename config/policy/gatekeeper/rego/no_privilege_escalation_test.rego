@@ -29,3 +29,19 @@ test_every_container_is_checked if {
 	some result in results
 	contains(result.msg, `"bad"`)
 }
+
+as_user(request, username) := object.union(request, {"review": {"userInfo": {"username": username}}})
+
+test_system_components_are_left_alone if {
+	every username in [
+		"system:serviceaccount:kube-system:replicaset-controller",
+		"system:node:node-1",
+		"system:kube-controller-manager",
+	] {
+		count(k8snoprivilegeescalation.violation) == 0 with input as as_user(deployment([{"name": "app", "image": "app:1"}]), username)
+	}
+	# Anyone else, a ServiceAccount of another namespace included, is checked.
+	every username in ["alice", "system:serviceaccount:team-a:deployer", "system:serviceaccount:kube-systemx:a"] {
+		count(k8snoprivilegeescalation.violation) > 0 with input as as_user(deployment([{"name": "app", "image": "app:1"}]), username)
+	}
+}

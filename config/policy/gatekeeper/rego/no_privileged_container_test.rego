@@ -40,3 +40,19 @@ test_privileged_cronjob_is_refused if {
 	object := {"kind": "CronJob", "spec": {"jobTemplate": {"spec": {"template": {"spec": {"containers": [{"name": "job", "image": "job:1", "securityContext": {"privileged": true}}]}}}}}}
 	count(k8snoprivilegedcontainer.violation) == 1 with input as {"review": {"object": object}}
 }
+
+as_user(request, username) := object.union(request, {"review": {"userInfo": {"username": username}}})
+
+test_system_components_are_left_alone if {
+	every username in [
+		"system:serviceaccount:kube-system:replicaset-controller",
+		"system:node:node-1",
+		"system:kube-controller-manager",
+	] {
+		count(k8snoprivilegedcontainer.violation) == 0 with input as as_user(pod([{"name": "app", "image": "app:1", "securityContext": {"privileged": true}}]), username)
+	}
+	# Anyone else, a ServiceAccount of another namespace included, is checked.
+	every username in ["alice", "system:serviceaccount:team-a:deployer", "system:serviceaccount:kube-systemx:a"] {
+		count(k8snoprivilegedcontainer.violation) > 0 with input as as_user(pod([{"name": "app", "image": "app:1", "securityContext": {"privileged": true}}]), username)
+	}
+}

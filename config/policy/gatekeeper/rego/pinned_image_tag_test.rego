@@ -49,3 +49,19 @@ test_deployment_init_containers_are_checked if {
 	}}}}
 	count(k8spinnedimagetag.violation) == 1 with input as {"review": {"object": object}}
 }
+
+as_user(request, username) := object.union(request, {"review": {"userInfo": {"username": username}}})
+
+test_system_components_are_left_alone if {
+	every username in [
+		"system:serviceaccount:kube-system:replicaset-controller",
+		"system:node:node-1",
+		"system:kube-controller-manager",
+	] {
+		count(k8spinnedimagetag.violation) == 0 with input as as_user(pod("app:latest"), username)
+	}
+	# Anyone else, a ServiceAccount of another namespace included, is checked.
+	every username in ["alice", "system:serviceaccount:team-a:deployer", "system:serviceaccount:kube-systemx:a"] {
+		count(k8spinnedimagetag.violation) > 0 with input as as_user(pod("app:latest"), username)
+	}
+}

@@ -30,3 +30,19 @@ test_myresource_without_limits_is_refused if {
 	with_limits := {"kind": "MyResource", "spec": {"image": "app:1", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}}
 	count(k8srequiredresourcelimits.violation) == 0 with input as {"review": {"object": with_limits}}
 }
+
+as_user(request, username) := object.union(request, {"review": {"userInfo": {"username": username}}})
+
+test_system_components_are_left_alone if {
+	every username in [
+		"system:serviceaccount:kube-system:replicaset-controller",
+		"system:node:node-1",
+		"system:kube-controller-manager",
+	] {
+		count(k8srequiredresourcelimits.violation) == 0 with input as as_user(deployment({}), username)
+	}
+	# Anyone else, a ServiceAccount of another namespace included, is checked.
+	every username in ["alice", "system:serviceaccount:team-a:deployer", "system:serviceaccount:kube-systemx:a"] {
+		count(k8srequiredresourcelimits.violation) > 0 with input as as_user(deployment({}), username)
+	}
+}
