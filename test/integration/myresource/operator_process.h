@@ -81,6 +81,8 @@ class OperatorProcess {
   const std::string& log_path() const { return log_path_; }
   // The /metrics port of the running (or last) process.
   unsigned short metrics_port() const { return metrics_port_; }
+  // The /healthz and /readyz port of the running (or last) process.
+  unsigned short probe_port() const { return probe_port_; }
 
  private:
   OperatorOptions options_;
