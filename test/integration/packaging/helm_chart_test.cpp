@@ -447,8 +447,8 @@ TEST_CASE(
     for (const char* flag :
          {"--webhook-only", "--webhook-bind-address=:9443", "--webhook-service=my-operator-webhook",
           "--webhook-secret=my-operator-webhook-cert", "--webhook-ca-secret=my-operator-webhook-cert-ca",
-          "--webhook-cert-validity=8760h", "--webhook-ca-validity=87600h", "--webhook-crds=myresources.myorg.io",
-          "--health-probe-bind-address=:8081", "--metrics-secure"}) {
+          "--webhook-cert-validity=8760h", "--webhook-ca-validity=87600h",
+          "--webhook-crds=myresources.myorg.io", "--health-probe-bind-address=:8081", "--metrics-secure"}) {
       INFO(flag);
       CHECK(args.count(flag) == 1);
     }
@@ -603,7 +603,8 @@ TEST_CASE(
   SECTION("the CRD's caBundle is this release's only when it installs the CRD, or says so (patchCaBundle)") {
     auto crd_args = [&](const std::string& values) {
       std::set<std::string> found;
-      for (const auto& arg : args_of(yaml_documents(helm_template("-n my-operator-system " + values))))
+      for (const auto& arg :
+           args_of(yaml_documents(helm_template("-n my-operator-system " + values)), "my-operator-webhook"))
         if (arg.rfind("--webhook-crds", 0) == 0 || arg.rfind("--webhook-cert-names", 0) == 0)
           found.insert(arg);
       return found;

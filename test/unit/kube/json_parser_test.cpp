@@ -120,3 +120,33 @@ TEST_CASE("json parser: values live in the allocator the caller gives", "[kube][
   }
   CHECK(allocator.Size() > 0);
 }
+
+TEST_CASE("json parser: numbers are read exactly, so canonical JSON read back is the same", "[kube][json]") {
+  auto parsed = parse_json_document(
+      R"([1, -1, 18446744073709551615, -9223372036854775808, 18446744073709551616, -9223372036854775809,)"
+      R"( 4.444444444444444e44, 0.1, 1e-400, 0e150, -0.0, 5e-324])",
+      JsonLimits{});
+  REQUIRE(parsed.ok());
+  const auto& values = parsed.value();
+  CHECK(values[0].GetInt64() == 1);
+  CHECK(values[1].GetInt64() == -1);
+  CHECK(values[2].GetUint64() == 18446744073709551615ULL);
+  CHECK(values[3].GetInt64() == INT64_MIN);
+  // Integers beyond 64 bits, and decimals: the double nearest to the text (std::strtod's).
+  CHECK(values[4].GetDouble() == 18446744073709551616.0);
+  CHECK(values[5].GetDouble() == -9223372036854775809.0);
+  CHECK(values[6].GetDouble() == 4.444444444444444e44);  // RapidJSON's own reading was an ulp off
+  CHECK(values[7].GetDouble() == 0.1);
+  CHECK(values[8].GetDouble() == 0.0);  // below the smallest subnormal
+  CHECK(values[9].GetDouble() == 0.0);
+  CHECK(values[10].GetDouble() == 0.0);
+  CHECK(values[11].GetDouble() == 5e-324);
+
+  // Beyond a double's range: refused, by RapidJSON's scan or by the parser's own reading.
+  auto huge = parse_json_document(R"({"a": [1e400]})", JsonLimits{});
+  REQUIRE_FALSE(huge.ok());
+  CHECK(huge.error().message == "invalid JSON at offset 7: Number too big to be stored in double.");
+  auto over = parse_json_document(R"({"a": [75e307]})", JsonLimits{});
+  REQUIRE_FALSE(over.ok());
+  CHECK(over.error().message.rfind("JSON number 75e307 out of a double's range at offset ", 0) == 0);
+}
