@@ -185,7 +185,7 @@ TEST_CASE(
   CHECK(YAML::Dump(container["securityContext"]) ==
         YAML::Dump(manager_pod["containers"][0]["securityContext"]));
   CHECK(pod["serviceAccountName"].as<std::string>() == "my-operator-webhook");
-  CHECK(container["resources"]["limits"]["memory"].as<std::string>() == "256Mi");
+  CHECK(container["resources"]["limits"]["memory"].as<std::string>() == "384Mi");
   CHECK(container["resources"]["requests"]["cpu"].as<std::string>() == "50m");
 
   // The API server admits all of it (priorityClassName is checked on the pods: the install test).
