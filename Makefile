@@ -74,7 +74,7 @@ FRESH_CHECK_ARGS ?=
 fresh-check:
 	hack/fresh-check $(FRESH_CHECK_ARGS)
 
-# Benchmarks, never part of `make test` (bench/README.md). BENCH_ARGS="--n 50 --idle-seconds 30" for a quick look.
+# Benchmarks (bench/README.md; `make test` runs only their smoke runs). BENCH_ARGS="--n 50 --idle-seconds 30" for a quick look.
 BENCH_ARGS ?=
 bench: tools build
 	bench/run $(BENCH_ARGS)

@@ -42,8 +42,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// The baseline knows only the client layer, as a hand-written operator would.
-const myop::kube::ResourceType kMyResources{"myorg.io", "v1alpha1", "myresources", true, "MyResource"};
+// The baseline knows only the client layer, as a hand-written operator would. It works on v1beta1, the
+// storage version, as the operator does: no request of the scenarios goes through the conversion webhook.
+const myop::kube::ResourceType kMyResources{"myorg.io", "v1beta1", "myresources", true, "MyResource"};
 using myop::kube::Client;
 using myop::kube::PatchType;
 using myop::kube::Reason;
@@ -197,7 +198,7 @@ class Baseline {
         R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":)" + json_string(name) +
         R"(,"labels":)" + labels + R"(,"annotations":{"myorg.io/observed-generation":")" +
         std::to_string(generation) +
-        R"("},"ownerReferences":[{"apiVersion":"myorg.io/v1alpha1","kind":"MyResource","name":)" +
+        R"("},"ownerReferences":[{"apiVersion":"myorg.io/v1beta1","kind":"MyResource","name":)" +
         json_string(name) + R"(,"uid":)" + json_string(uid) +
         R"(,"controller":true,"blockOwnerDeletion":true}]},"spec":{"replicas":)" + std::to_string(replicas) +
         R"(,"selector":{"matchLabels":)" + selector + R"(},"template":{"metadata":{"labels":)" + labels +

@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """trace_overhead: reconcile latency with tracing off, and with --otlp-endpoint at a collector that is down.
 
-    bench/trace_overhead.py --kubeconfig KUBECONFIG [--n 200] [--rounds 1] [--build-dir build]
+    bench/trace_overhead.py [--kubeconfig KUBECONFIG] [--n 200] [--rounds 1] [--build-dir build] [--check]
 
-On a running control plane (e.g. `hack/test-fixture.sh up DIR`, then DIR/controlplane/kubeconfig),
-for each mode, one after another, on a fresh namespace: start build/my-operator, create N
+On a running control plane (e.g. `hack/test-fixture.sh up DIR`, then DIR/controlplane/kubeconfig;
+without --kubeconfig, the one of the fixture $MYOP_TESTENV_STATE names), for each mode, one after another, on a fresh namespace: start build/my-operator, create N
 MyResources at once, wait until every one is Ready, then read the operator's own histograms from
 /metrics: controller_runtime_reconcile_time_seconds (the reconcile itself) and
 myoperator_event_to_reconcile_seconds (watch event seen -> reconciled, queue wait included), plus
@@ -16,8 +16,10 @@ to other load on the machine than the latencies). Modes:
   blackhole  --otlp-endpoint at a socket that accepts connections and never answers: every export
              waits for its 5 s timeout
 
-Quantiles are interpolated within the histogram's buckets, as PromQL's histogram_quantile. Not a
-test: it never runs in `make test`. bench/README.md has results.
+Quantiles are interpolated within the histogram's buckets, as PromQL's histogram_quantile.
+bench/README.md has results. --check (the smoke run of `make test`) fails, naming the figure, unless
+every mode has every object Ready and reconciled, no span is dropped with tracing off, and spans
+are dropped, and counted, with the collector down (it waits for the counter instead of 7 s).
 """
 import argparse
 import os
@@ -83,7 +85,7 @@ def sample(text, prefix):
 
 def manifest(namespace, n):
     return "".join(
-        f"---\napiVersion: myorg.io/v1alpha1\nkind: MyResource\nmetadata:\n  name: web-{i}\n  namespace: {namespace}\n"
+        f"---\napiVersion: myorg.io/v1beta1\nkind: MyResource\nmetadata:\n  name: web-{i}\n  namespace: {namespace}\n"
         f"spec:\n  image: nginx:1.27.{i % 5}\n  replicas: 1\n" for i in range(n))
 
 
@@ -129,7 +131,13 @@ def run_mode(args, mode, round_number):
                 sys.exit(f"trace_overhead: {mode}: not all {args.n} Ready after {args.timeout} s")
             time.sleep(1)
         wall = time.time() - started
-        time.sleep(7)  # one batch interval (5 s) and its retry: the drop counter has moved
+        if args.check and mode != "off":
+            # The first batch (after 5 s) fails at once (refused) or after its 5 s timeout (blackhole).
+            deadline = time.time() + 30
+            while sample(scrape(metrics_port), "myoperator_trace_spans_dropped_total") == 0 and time.time() < deadline:
+                time.sleep(0.5)
+        elif not args.check:
+            time.sleep(7)  # one batch interval (5 s) and its retry: the drop counter has moved
         text = scrape(metrics_port)
         with open(f"/proc/{process.pid}/stat") as stat:
             fields = stat.read().rsplit(")", 1)[1].split()
@@ -147,7 +155,8 @@ def run_mode(args, mode, round_number):
         subprocess.run(f"kubectl --kubeconfig {args.kubeconfig} get myresources -n {namespace} -o name | "
                        f"xargs -r kubectl --kubeconfig {args.kubeconfig} patch -n {namespace} --type merge "
                        "-p '{\"metadata\":{\"finalizers\":null}}' >/dev/null", shell=True)
-        kubectl(args.kubeconfig, "delete", "namespace", namespace, "--wait=false")
+        # Gone before the next mode starts (or, on a shared control plane, before the next test).
+        kubectl(args.kubeconfig, "delete", "namespace", namespace, "--timeout=120s")
     reconcile, reconcile_sum, reconcile_count = histogram(text, "controller_runtime_reconcile_time_seconds")
     event, _, event_count = histogram(text, "myoperator_event_to_reconcile_seconds")
     return {
@@ -163,15 +172,23 @@ def run_mode(args, mode, round_number):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--kubeconfig", required=True)
+    parser.add_argument("--kubeconfig", help="default: the kubeconfig-path of $MYOP_TESTENV_STATE (hack/test-fixture.sh)")
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--modes", default="off,refused,blackhole")
     parser.add_argument("--build-dir", default=os.path.join(REPO, "build"))
     parser.add_argument("--timeout", type=int, default=600)
     parser.add_argument("--out-dir", default="/tmp/trace-overhead")
+    parser.add_argument("--check", action="store_true", help="fail unless the figures above hold (see the top)")
     args = parser.parse_args()
+    if not args.kubeconfig:
+        state = os.environ.get("MYOP_TESTENV_STATE")
+        if not state:
+            parser.error("--kubeconfig, or MYOP_TESTENV_STATE (a hack/test-fixture.sh state directory)")
+        with open(os.path.join(state, "kubeconfig-path")) as f:
+            args.kubeconfig = f.readline().strip().split(":")[0]
     os.makedirs(args.out_dir, exist_ok=True)
+    failed = []
     print("| mode | round | N | wall s | reconciles | reconcile mean ms | p50 ms | p99 ms | event->reconciled p50 ms "
           "| p99 ms | CPU ms/reconcile | spans dropped |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|")
@@ -182,7 +199,25 @@ def main():
                   f"{r['reconcile_mean_ms']:.1f} | {r['reconcile_p50_ms']:.1f} | {r['reconcile_p99_ms']:.1f} | "
                   f"{r['event_p50_ms']:.0f} | {r['event_p99_ms']:.0f} | {r['cpu_ms_per_reconcile']:.2f} | "
                   f"{r['dropped']:.0f} |", flush=True)
+            if args.check:
+                failed += check(r, args.n)
+    for what in failed:
+        print(f"trace_overhead: check FAILED: {what}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def check(result, n):
+    """The figures --check asks for, of one mode's run: what failed."""
+    label = f"{result['mode']} (round {result['round']})"
+    failed = []
+    if result["reconciles"] < n:
+        failed.append(f"{label}: reconciles = {result['reconciles']:.0f} (expected >= {n}, one per object at least)")
+    if result["mode"] == "off" and result["dropped"] != 0:
+        failed.append(f"{label}: spans dropped = {result['dropped']:.0f} with tracing off (expected 0)")
+    if result["mode"] != "off" and result["dropped"] == 0:
+        failed.append(f"{label}: spans dropped = 0 with the collector down (expected > 0: every export fails)")
+    return failed
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
