@@ -233,7 +233,8 @@ struct Handshake {
   bool connected = false;
   std::string cipher;
   bool resumed = false;
-  SSL_SESSION* session = nullptr;  // the client's, after one request (owned by the caller)
+  // The client's session after one request, if it connected.
+  std::shared_ptr<SSL_SESSION> session;
 };
 
 // One TLS connection to 127.0.0.1:`port` offering only `tls12_ciphers` (TLS 1.2 at most) or any
@@ -271,7 +272,7 @@ Handshake handshake(std::uint16_t port, const std::string& tls12_ciphers, SSL_SE
     char buffer[4096];
     while (SSL_read(ssl, buffer, sizeof buffer) > 0) {
     }
-    result.session = SSL_get1_session(ssl);
+    result.session.reset(SSL_get1_session(ssl), SSL_SESSION_free);
   }
   ERR_clear_error();
   SSL_free(ssl);
@@ -304,7 +305,6 @@ TEST_CASE("a server context agrees on ECDHE with AEAD ciphers only: no CBC, no s
     const auto tls13 = handshake(server->port(), "");
     CHECK(tls13.connected);
     CHECK_THAT(tls13.cipher, Catch::StartsWith("TLS_"));
-    SSL_SESSION_free(tls13.session);
   }
   SECTION("an RSA certificate (cert-manager's default)") {
     const auto server = tls_server(rsa_pair());
@@ -320,7 +320,6 @@ TEST_CASE("a server context agrees on ECDHE with AEAD ciphers only: no CBC, no s
   const auto any12 = handshake(server->port(), "ALL:@SECLEVEL=0");
   CHECK(any12.connected);
   CHECK(any12.cipher == "ECDHE-ECDSA-AES128-GCM-SHA256");
-  SSL_SESSION_free(any12.session);
 }
 
 TEST_CASE("a server context resumes no session: no tickets, no session cache", "[runtime][tls]") {
@@ -330,12 +329,10 @@ TEST_CASE("a server context resumes no session: no tickets, no session cache", "
     const auto first = handshake(server->port(), ciphers);
     REQUIRE(first.connected);
     REQUIRE(first.session != nullptr);
-    CHECK_FALSE(SSL_SESSION_has_ticket(first.session));
-    const auto second = handshake(server->port(), ciphers, first.session);
+    CHECK_FALSE(SSL_SESSION_has_ticket(first.session.get()));
+    const auto second = handshake(server->port(), ciphers, first.session.get());
     CHECK(second.connected);
     CHECK_FALSE(second.resumed);
-    SSL_SESSION_free(first.session);
-    SSL_SESSION_free(second.session);
   }
 }
 
