@@ -44,13 +44,16 @@ fi
 kubectl=(kubectl --kubeconfig "$admin_kubeconfig")
 
 # The operator runs here, so the CRD's conversion webhook is its loopback port (webhook.url); it
-# makes its CA and puts it into the CRD's caBundle itself, as it does in a cluster.
+# makes its CA and puts it into the CRD's caBundle itself, as it does in a cluster. One process serves
+# both the controller and the webhook (webhook.deployment.enabled=false: the manager's ServiceAccount
+# holds the webhook's rights), and the URL is its own (webhook.patchCaBundle=true).
 webhook_port=$(free_port)
 helm=$("$repo/hack/build-tools.sh" --print-bin-dir helm)/helm
 echo "demo: installing the chart (CRD, RBAC, feature flags) into $namespace"
 "$helm" --kubeconfig "$admin_kubeconfig" upgrade --install my-operator "$repo/charts/my-operator" \
   --namespace "$namespace" --create-namespace --set replicaCount=0 --set podDisruptionBudget.enabled=false \
-  --set webhook.url="https://127.0.0.1:$webhook_port/convert" --wait --timeout 2m >/dev/null
+  --set webhook.url="https://127.0.0.1:$webhook_port/convert" --set webhook.deployment.enabled=false \
+  --set webhook.patchCaBundle=true --wait --timeout 2m >/dev/null
 "${kubectl[@]}" wait --for=condition=Established crd/myresources.myorg.io --timeout=60s >/dev/null
 
 [ -f "$demo/operator.pid" ] && stop_operator "$(cat "$demo/operator.pid")"

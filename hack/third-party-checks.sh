@@ -94,16 +94,19 @@ else
 fi
 
 # checkov: offline (no guideline download), every finding compared with the baseline.
-(cd "$work/scan" && BC_SKIP_MAPPING=TRUE "$venv/bin/checkov" --quiet --compact --skip-download \
-  --framework kubernetes dockerfile -d . -o json > "$work/checkov.json" 2> "$work/checkov.err") || true
-if ! "$venv/bin/python" - "$work/checkov.json" "$baseline" <<'EOF'
+# By the venv's python, not its bin/checkov: a venv's scripts name the path it was made at, and .cache/
+# may be reached by another path (a worktree's link to it) than the one that made it.
+(cd "$work/scan" && BC_SKIP_MAPPING=TRUE "$venv/bin/python" -W ignore::SyntaxWarning -m checkov.main \
+  --quiet --compact --skip-download --framework kubernetes dockerfile -d . -o json > "$work/checkov.json" 2> "$work/checkov.err") || true
+if ! "$venv/bin/python" - "$work/checkov.json" "$baseline" "$work/checkov.err" <<'EOF'
 import json, sys
 
-report_path, baseline_path = sys.argv[1], sys.argv[2]
+report_path, baseline_path, errors_path = sys.argv[1], sys.argv[2], sys.argv[3]
 try:
     reports = json.load(open(report_path))
 except ValueError:
-    sys.exit("third-party-checks: checkov wrote no report: " + open(report_path).read()[-2000:])
+    sys.exit("third-party-checks: checkov wrote no report: " + open(report_path).read()[-2000:] +
+             open(errors_path).read()[-2000:])
 if isinstance(reports, dict):
     reports = [reports]
 found = {}

@@ -32,10 +32,12 @@ TEST_CASE("packaging: the installed chart's RBAC is exactly what the operator, t
   const std::string tenant = unique_name("pkg-tenant");
   const std::string release = "pkg-install";
   const std::string values =
-      " --set crds.install=false --set replicaCount=1 --set tenants[0].name=" + tenant +
-      " --set tenants[0].group=" + tenant + "-developers";
+      " --set crds.install=false --set webhook.patchCaBundle=true --set replicaCount=1 --set "
+      "tenants[0].name=" +
+      tenant + " --set tenants[0].group=" + tenant + "-developers";
   // The release leaves the CRD out (crds.install=false); kubectl needs it to resolve the
-  // myresources resource it asks about.
+  // myresources resource it asks about. The CRD installed apart names this release's webhook
+  // (webhook.patchCaBundle=true): its caBundle is the release's, as in a default install.
   testenv::apply_crd();
   ReleaseGuard guard(release, ns, {tenant});
   {
@@ -122,6 +124,8 @@ TEST_CASE("packaging: the installed chart's RBAC is exactly what the operator, t
     CHECK(can(here, "create secrets"));  // create cannot be limited by name
     CHECK(can(here, "get secrets/" + secret));
     CHECK(can(here, "update secrets/" + secret));
+    CHECK(can(here, "get secrets/" + secret + "-ca"));  // the CA, apart from what is served
+    CHECK(can(here, "update secrets/" + secret + "-ca"));
     CHECK_FALSE(can(here, "get secrets/someone-elses"));
     CHECK_FALSE(can(here, "list secrets"));
     CHECK(can(webhook_account, "get customresourcedefinitions/myresources.myorg.io"));

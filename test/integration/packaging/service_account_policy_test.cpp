@@ -119,9 +119,10 @@ TEST_CASE(
   testenv::apply_crd();
   ReleaseGuard guard(release, ns);
   {
-    const auto installed = helm(
-        "install " + release + " " + shell_quote(testenv::source_dir() + "/charts/my-operator") + " -n " +
-        ns + " --set crds.install=false --set replicaCount=0 --set webhook.deployment.replicas=1");
+    const auto installed = helm("install " + release + " " +
+                                shell_quote(testenv::source_dir() + "/charts/my-operator") + " -n " + ns +
+                                " --set crds.install=false --set webhook.patchCaBundle=true --set "
+                                "replicaCount=0 --set webhook.deployment.replicas=1");
     INFO(installed.output);
     REQUIRE(installed.ok());
   }
