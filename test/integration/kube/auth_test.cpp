@@ -8,19 +8,13 @@
 
 #include "kube/credentials.h"
 #include "kube_test_support.h"
+#include "support/testenv.h"
 
 using namespace myop::kube;
 using namespace myop::kube::testing;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream content;
-  content << in.rdbuf();
-  return content.str();
-}
 
 std::string trimmed(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
@@ -56,8 +50,8 @@ TEST_CASE("a client certificate authenticates its user", "[integration][kube][au
   myop::testenv::ScopedNamespace ns("kube-auth-cert");
   const auto certificate = myop::testenv::issue_client_certificate("myop-cert-user", {"myop-cert-group"});
   ClientConfig config = anonymous_config();
-  config.client_certificate_pem = read_text(certificate.certificate_path);
-  config.client_key_pem = read_text(certificate.key_path);
+  config.client_certificate_pem = myop::testenv::read_file(certificate.certificate_path);
+  config.client_key_pem = myop::testenv::read_file(certificate.key_path);
   Client client = client_for(config);
 
   auto name = who_am_i(client);
@@ -196,7 +190,7 @@ TEST_CASE("a wrong CA is a clear TLS error, never a silent success", "[integrati
   REQUIRE(made.ok());
 
   ClientConfig config = admin_config();
-  config.ca_pem = read_text(certificate);
+  config.ca_pem = myop::testenv::read_file(certificate);
   config.ca_origin = "certificate-authority " + certificate;
   auto metrics = std::make_shared<RecordingMetrics>();
   TransportOptions options;
@@ -253,8 +247,8 @@ TEST_CASE("a client key that does not match its certificate is refused up front"
   const auto first = myop::testenv::issue_client_certificate("myop-mismatch-a");
   const auto second = myop::testenv::issue_client_certificate("myop-mismatch-b");
   ClientConfig config = anonymous_config();
-  config.client_certificate_pem = read_text(first.certificate_path);
-  config.client_key_pem = read_text(second.key_path);
+  config.client_certificate_pem = myop::testenv::read_file(first.certificate_path);
+  config.client_key_pem = myop::testenv::read_file(second.key_path);
   auto transport = make_https_transport(config);
   REQUIRE_FALSE(transport.ok());
   CHECK(transport.error().reason == Reason::InvalidConfiguration);

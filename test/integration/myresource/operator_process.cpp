@@ -38,12 +38,6 @@ bool is_write(const std::string& verb) {
 // my-operator-manager (hack/e2e.sh installs the chart on the same control plane).
 constexpr const char* kManagerRole = "myop-test-operator-manager";
 
-std::string read_file(const std::string& path) {
-  std::ifstream file(path);
-  if (!file) FAIL("cannot read " << path);
-  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-}
-
 // `text` with its first `from` replaced by `to`; FAILs when `from` is missing.
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
   const auto at = text.find(from);
@@ -58,8 +52,8 @@ void install_prerequisites() {
   const std::string config = testenv::source_dir() + "/config";
   testenv::apply_crd();
   const auto applied =
-      testenv::kubectl_apply(replaced(read_file(config + "/rbac/role.yaml"), "name: my-operator-manager",
-                                      std::string("name: ") + kManagerRole));
+      testenv::kubectl_apply(replaced(testenv::read_file(config + "/rbac/role.yaml"),
+                                      "name: my-operator-manager", std::string("name: ") + kManagerRole));
   if (!applied.ok()) FAIL("cannot apply config/rbac/role.yaml: " << applied.output);
   installed = true;
 }
@@ -149,7 +143,7 @@ OperatorProcess::OperatorProcess(OperatorOptions options) : options_(std::move(o
     // config/rbac's leader-election Role (the Lease and the feature-flag ConfigMap), in the
     // operator's namespace, as the chart installs it in the release namespace.
     const std::string role =
-        replaced(read_file(testenv::source_dir() + "/config/rbac/leader_election_role.yaml"),
+        replaced(testenv::read_file(testenv::source_dir() + "/config/rbac/leader_election_role.yaml"),
                  "namespace: my-operator-system", "namespace: " + options_.pod_namespace);
     auto applied = testenv::kubectl_apply(role);
     if (!applied.ok()) FAIL("cannot apply the leader-election Role: " << applied.output);
@@ -158,7 +152,7 @@ OperatorProcess::OperatorProcess(OperatorOptions options) : options_(std::move(o
   }
   for (const std::string& file : options_.extra_role_files) {
     if (options_.pod_namespace.empty()) FAIL("extra_role_files need pod_namespace");
-    const std::string text = read_file(testenv::source_dir() + "/config/rbac/" + file);
+    const std::string text = testenv::read_file(testenv::source_dir() + "/config/rbac/" + file);
     const auto named = text.find("  name: ");
     if (named == std::string::npos) FAIL("config/rbac/" << file << " names no Role");
     const std::string role = text.substr(named + 8, text.find('\n', named) - named - 8);
@@ -456,7 +450,8 @@ std::string apply_test_cluster_role(const std::string& file) {
   while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
   name = name.substr(name.find_last_of('\n') + 1);  // after any version-skew warning
   const std::string renamed = "myop-test-" + name;
-  const auto applied = testenv::kubectl_apply(replaced(read_file(path), "name: " + name, "name: " + renamed));
+  const auto applied =
+      testenv::kubectl_apply(replaced(testenv::read_file(path), "name: " + name, "name: " + renamed));
   if (!applied.ok()) FAIL("cannot apply " << path << ": " << applied.output);
   return renamed;
 }

@@ -44,13 +44,6 @@ namespace {
 
 constexpr int kSlots = runtime::kShardSlots;
 
-std::string read_file(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
-
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
   for (auto at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
     text.replace(at, from.size(), to);
@@ -119,7 +112,7 @@ class Replicas {
   explicit Replicas(const std::string& label) : lease_namespace_("shard-leases"), label_(label) {
     // config/rbac's sharding Role, in the Leases' namespace.
     const std::string role =
-        replaced(read_file(testenv::source_dir() + "/config/rbac/sharding_role.yaml"),
+        replaced(testenv::read_file(testenv::source_dir() + "/config/rbac/sharding_role.yaml"),
                  "namespace: my-operator-system", "namespace: " + lease_namespace_.name());
     auto applied = testenv::kubectl_apply(role);
     if (!applied.ok()) FAIL("cannot apply the sharding Role: " << applied.output);

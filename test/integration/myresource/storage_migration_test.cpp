@@ -3,7 +3,6 @@
 // under a user of its own, so the audit log tells who wrote what.
 #include <catch2/catch.hpp>
 
-#include <fstream>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -22,13 +21,6 @@ namespace {
 
 constexpr const char* kCrd = "crd myresources.myorg.io";
 constexpr const char* kPolicy = "myorg.io-tenant-resource-limits";
-
-std::string read_file(const std::string& path) {
-  std::ifstream file(path);
-  std::stringstream text;
-  text << file.rdbuf();
-  return text.str();
-}
 
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
   const auto at = text.find(from);
@@ -59,7 +51,7 @@ class LimitsPolicyInForce {
   explicit LimitsPolicyInForce(const std::string& namespace_)
       : binding_("myop-test-migration-" + namespace_) {
     const std::string shipped =
-        read_file(testenv::source_dir() + "/config/policy/native/required_resource_limits.yaml");
+        testenv::read_file(testenv::source_dir() + "/config/policy/native/required_resource_limits.yaml");
     const std::string policy = shipped.substr(0, shipped.find("\n---\n"));
     REQUIRE_THAT(policy, Catch::Contains("kind: ValidatingAdmissionPolicy") && Catch::Contains(kPolicy));
     auto applied = testenv::kubectl_apply(policy);
@@ -124,8 +116,9 @@ TEST_CASE(
   // Two sharded replicas, started below; they migrate as soon as they see a new storage version
   // (--storage-migration-interval) and write refused objects again every 2 s. (Made first: the first
   // OperatorProcess of a run applies the fixture's CRD, v1beta1 stored.)
-  const std::string role = replaced(read_file(testenv::source_dir() + "/config/rbac/sharding_role.yaml"),
-                                    "namespace: my-operator-system", "namespace: " + leases.name());
+  const std::string role =
+      replaced(testenv::read_file(testenv::source_dir() + "/config/rbac/sharding_role.yaml"),
+               "namespace: my-operator-system", "namespace: " + leases.name());
   auto applied = testenv::kubectl_apply(role);
   INFO(applied.output);
   REQUIRE(applied.ok());
@@ -233,7 +226,7 @@ TEST_CASE(
   bool names_policy = false;
   for (const auto& event : events) names_policy |= event.find(kPolicy) != std::string::npos;
   CHECK(names_policy);
-  const std::string log = read_file(migrating.log_path());
+  const std::string log = testenv::read_file(migrating.log_path());
   CHECK_THAT(log, Catch::Contains("refused the storage migration's no-op write") &&
                       Catch::Contains("name=" + refused) && Catch::Contains(kPolicy));
 

@@ -152,9 +152,7 @@ std::string webhook_url() {
 
 std::string webhook_ca_bundle() {
   crd_manifest();
-  std::ifstream file(testenv_state() + "/webhook/ca.crt");
-  const std::string pem{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
-  return base::encode_base64(pem);
+  return base::encode_base64(read_file(testenv_state() + "/webhook/ca.crt"));
 }
 
 void apply_crd() {
@@ -231,6 +229,12 @@ std::string kubeconfig_with_server(const std::string& kubeconfig, const std::str
 }
 
 std::string audit_log_path() { return state_dir() + "/audit.log"; }
+
+std::string read_file(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) FAIL("cannot read " << path);
+  return {std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+}
 
 std::string source_dir() { return MYOP_SOURCE_DIR; }
 std::string binary_dir() { return MYOP_BINARY_DIR; }

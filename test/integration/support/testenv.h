@@ -100,6 +100,9 @@ std::string kubeconfig_for_user(const std::string& user, const std::vector<std::
 // proxy in front of the API server (support/fault_proxy.h); returns its path.
 std::string kubeconfig_with_server(const std::string& kubeconfig, const std::string& server);
 
+// The whole content of the file at `path`; FAILs the current test when it cannot be read.
+std::string read_file(const std::string& path);
+
 // The API server's audit log (JSON lines; requires owns_control_plane()).
 std::string audit_log_path();
 
