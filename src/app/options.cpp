@@ -7,6 +7,7 @@
 #include <iostream>
 #include <sstream>
 #include <stdexcept>
+#include <utility>
 
 #include "trace/otlp_http_exporter.h"
 #include "version.h"
@@ -61,12 +62,25 @@ std::vector<std::string> split_namespaces(const std::string& list) {
   return namespaces;
 }
 
-std::variant<Options, int> parse_options(int argc, char** argv) {
-  Options options;
+namespace {
+
+// The flags CLI11 reads as text and parse_options turns into durations after checking them.
+struct DurationFlags {
   std::string resync_period = "10h";
   std::string orphan_sweep_period = "5m";
   std::string watch_stall_timeout = "90s";
-  CLI::App app{"my-operator: reconciles MyResource (myorg.io/v1alpha1) objects into Deployments"};
+  std::string storage_migration_interval = "10m";
+  std::string storage_migration_retry_interval = "30s";
+  std::string webhook_cert_validity = "8760h";
+  std::string webhook_ca_validity = "87600h";
+  std::string webhook_cert_check_interval = "1m";
+};
+
+// Every flag, its help, default and variable, into `options` and `durations`: the one definition
+// behind parse_options and describe_flags.
+void define_flags(CLI::App& app, Options& options, DurationFlags& durations) {
+  app.description(
+      "my-operator: reconciles MyResource (myorg.io/v1beta1; v1alpha1 converted) objects into Deployments");
   app.set_version_flag("--version", std::string("my-operator ") + myop::kVersion);
 
   auto add = [&](const std::string& flag, auto& value, const std::string& help) {
@@ -106,12 +120,12 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       "limits us (429 with Retry-After, honoured)")
       ->check(CLI::NonNegativeNumber);
   add("burst", options.burst, "Client-side request burst (with --qps above 0)")->check(CLI::PositiveNumber);
-  add("resync-period", resync_period, "Period of the low-priority full resync, e.g. 10h");
-  add("orphan-sweep-period", orphan_sweep_period,
+  add("resync-period", durations.resync_period, "Period of the low-priority full resync, e.g. 10h");
+  add("orphan-sweep-period", durations.orphan_sweep_period,
       "Period of the orphan sweep (Deployments managed by my-operator whose owner is gone), e.g. 5m; the "
       "first "
       "pass runs 30 s after start, or after one period when that is shorter");
-  add("watch-stall-timeout", watch_stall_timeout,
+  add("watch-stall-timeout", durations.watch_stall_timeout,
       "A watch with no event and no bookmark for this long is taken as stalled and reconnected, e.g. 90s; "
       "at least 65s, above the API server's one-minute bookmark interval");
   add("migrate-storage", options.migrate_storage,
@@ -120,11 +134,9 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       "all namespaces");
   add("storage-migration-qps", options.storage_migration_qps,
       "No-op writes per second of the storage version migration");
-  std::string storage_migration_interval = "10m";
-  std::string storage_migration_retry_interval = "30s";
-  add("storage-migration-interval", storage_migration_interval,
+  add("storage-migration-interval", durations.storage_migration_interval,
       "How often the storage version migration reads the CRD for a new storage version, e.g. 10m");
-  add("storage-migration-retry-interval", storage_migration_retry_interval,
+  add("storage-migration-retry-interval", durations.storage_migration_retry_interval,
       "How soon a storage migration pass that was interrupted, or left objects the API server refused, is "
       "tried again, e.g. 30s");
   add("webhook-bind-address", options.webhook_bind_address,
@@ -152,11 +164,9 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
                  "(default: myresources.myorg.io); empty: none (the caBundle is someone else's)")
       ->envname(environment_name("webhook-crds"))
       ->expected(0, 1);
-  std::string webhook_cert_validity = "8760h";
-  std::string webhook_ca_validity = "87600h";
-  add("webhook-cert-validity", webhook_cert_validity,
+  add("webhook-cert-validity", durations.webhook_cert_validity,
       "Validity of the self-managed webhook serving certificate (renewed when a third is left)");
-  add("webhook-ca-validity", webhook_ca_validity,
+  add("webhook-ca-validity", durations.webhook_ca_validity,
       "Validity of the self-managed webhook CA (renewed when a third is left; the old one stays trusted "
       "until "
       "it expires)");
@@ -165,8 +175,7 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       "(503 beyond). 500 MyResources are about 1 MiB")
       ->transform(CLI::AsSizeValue(true))
       ->check(CLI::Range(std::uint64_t{64} << 10U, std::uint64_t{1} << 30U));
-  std::string webhook_cert_check_interval = "1m";
-  add("webhook-cert-check-interval", webhook_cert_check_interval,
+  add("webhook-cert-check-interval", durations.webhook_cert_check_interval,
       "How often the self-managed webhook certificates and the CRDs' caBundle are checked (renewed when "
       "due); "
       "at most a tenth of --webhook-cert-validity");
@@ -180,6 +189,15 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
   add("log-level", options.log_level, "trace|debug|info|warn|error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}));
   add("log-format", options.log_format, "json|text")->check(CLI::IsMember({"json", "text"}));
+}
+
+}  // namespace
+
+std::variant<Options, int> parse_options(int argc, char** argv) {
+  Options options;
+  DurationFlags durations;
+  CLI::App app;
+  define_flags(app, options, durations);
 
   try {
     app.parse(argc, argv);
@@ -209,24 +227,25 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
         throw CLI::ValidationError(flag, error.what());
       }
     };
-    options.resync_period = duration("--resync-period", resync_period);
-    options.orphan_sweep_period = duration("--orphan-sweep-period", orphan_sweep_period);
+    options.resync_period = duration("--resync-period", durations.resync_period);
+    options.orphan_sweep_period = duration("--orphan-sweep-period", durations.orphan_sweep_period);
     if (options.orphan_sweep_period.count() <= 0) {
       throw CLI::ValidationError("--orphan-sweep-period", "must be at least 1s");
     }
-    options.watch_stall_timeout = duration("--watch-stall-timeout", watch_stall_timeout);
+    options.watch_stall_timeout = duration("--watch-stall-timeout", durations.watch_stall_timeout);
     if (!(options.storage_migration_qps > 0))
       throw CLI::ValidationError("--storage-migration-qps", "must be more than 0");
-    options.storage_migration_interval = duration("--storage-migration-interval", storage_migration_interval);
+    options.storage_migration_interval =
+        duration("--storage-migration-interval", durations.storage_migration_interval);
     options.storage_migration_retry_interval =
-        duration("--storage-migration-retry-interval", storage_migration_retry_interval);
+        duration("--storage-migration-retry-interval", durations.storage_migration_retry_interval);
     if (options.storage_migration_interval.count() <= 0 ||
         options.storage_migration_retry_interval.count() <= 0)
       throw CLI::ValidationError("--storage-migration-interval", "intervals must be at least 1s");
-    options.webhook_cert_validity = duration("--webhook-cert-validity", webhook_cert_validity);
-    options.webhook_ca_validity = duration("--webhook-ca-validity", webhook_ca_validity);
+    options.webhook_cert_validity = duration("--webhook-cert-validity", durations.webhook_cert_validity);
+    options.webhook_ca_validity = duration("--webhook-ca-validity", durations.webhook_ca_validity);
     options.webhook_cert_check_interval =
-        duration("--webhook-cert-check-interval", webhook_cert_check_interval);
+        duration("--webhook-cert-check-interval", durations.webhook_cert_check_interval);
     if (options.webhook_cert_check_interval.count() <= 0)
       throw CLI::ValidationError("--webhook-cert-check-interval", "must be at least 1s");
     if (options.webhook_cert_validity.count() <= 0 || options.webhook_ca_validity.count() <= 0)
@@ -252,6 +271,19 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
   }
   options.namespaces = split_namespaces(options.namespaces_flag);
   return options;
+}
+
+std::vector<FlagDescription> describe_flags() {
+  Options options;
+  DurationFlags durations;
+  CLI::App app;
+  define_flags(app, options, durations);
+  std::vector<FlagDescription> flags;
+  for (const CLI::Option* option : std::as_const(app).get_options()) {
+    flags.push_back(
+        {option->get_name(), option->get_envname(), option->get_default_str(), option->get_description()});
+  }
+  return flags;
 }
 
 }  // namespace myop::app

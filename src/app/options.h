@@ -80,10 +80,24 @@ struct Options {
   double trace_sampling_ratio = 1.0;
   std::string log_level = "info";
   std::string log_format = "json";
+
+  bool operator==(const Options&) const = default;
 };
 
 // Options, or the exit code to return at once (--help, --version, a bad flag: CLI11 has printed why).
 std::variant<Options, int> parse_options(int argc, char** argv);
+
+// One flag as parse_options registers it and --help prints it.
+struct FlagDescription {
+  std::string name;           // "--metrics-bind-address"
+  std::string environment;    // "MYOP_METRICS_BIND_ADDRESS"; empty for --help and --version
+  std::string default_value;  // as --help shows it; empty when it shows none
+  std::string help;
+};
+
+// Every flag parse_options accepts, in --help's order, from the same definitions the parser uses:
+// test/unit/docs/design_flags_test.cpp checks docs/design.md's flags table against it.
+std::vector<FlagDescription> describe_flags();
 
 // "10h", "30m", "45s", "1h30m" -> seconds; std::invalid_argument naming the problem otherwise.
 std::chrono::seconds parse_duration(const std::string& text);
