@@ -6,11 +6,13 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <string_view>
 
 #include "kube/config.h"
 #include "kube/request_metrics.h"
 #include "kube/transport.h"
 #include "myresource/conversion_review.h"
+#include "myresource/desired.h"
 #include "myresource/preflight.h"
 #include "myresource/types.h"
 #include "runtime/leader_election.h"
@@ -21,6 +23,10 @@
 
 namespace myop::app {
 namespace {
+
+// The program's name: its User-Agent, the service and tracer names of its traces, the subject of its
+// self-managed webhook certificates.
+constexpr std::string_view kProgram = "my-operator";
 
 // The operator's own namespace: POD_NAMESPACE (downward API), else the kubeconfig context's or the
 // in-cluster service account's namespace.
@@ -69,7 +75,9 @@ std::shared_ptr<trace::Tracer> make_tracer(const Options& options, prometheus::R
   if (options.otlp_endpoint.empty()) return nullptr;
   trace::OtlpHttpOptions exporter;
   exporter.endpoint = options.otlp_endpoint;
+  exporter.resource.service_name = std::string(kProgram);
   exporter.resource.service_version = myop::kVersion;
+  exporter.resource.scope_name = std::string(kProgram) + "/trace";
   auto processor = std::make_shared<trace::BatchSpanProcessor>(trace::make_otlp_http_exporter(exporter),
                                                                trace::BatchOptions{}, &registry);
   return std::make_shared<trace::Tracer>(trace::RatioSampler(options.trace_sampling_ratio),
@@ -105,7 +113,7 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
   kube::TransportOptions transport_options;
   transport_options.qps = options.qps;
   transport_options.burst = options.burst;
-  transport_options.user_agent = std::string("my-operator/") + myop::kVersion;
+  transport_options.user_agent = std::string(kProgram) + "/" + myop::kVersion;
   transport_options.metrics = kube::make_prometheus_request_metrics(*registry);
   auto transport = kube::make_https_transport(config.value(), transport_options);
   if (!transport)
@@ -169,6 +177,9 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
       certificates.ca_secret_name = options.webhook_ca_secret;
       certificates.service_name = options.webhook_service;
       certificates.crd_names = options.webhook_crds;
+      certificates.managed_by = std::string(myresource::kManagedByValue);
+      certificates.settings.organization = std::string(kProgram);
+      certificates.settings.ca_name = std::string(kProgram) + "-webhook-ca";
       certificates.registry = registry;
       certificates.metrics_prefix = "myoperator_webhook_certificate";
       certificates.ca_key_moved_annotation = "myorg.io/webhook-ca-key-moved-at";
@@ -215,6 +226,7 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
     runtime::StorageVersionMigratorOptions migration;
     migration.client = client;
     migration.crd_name = std::string(myresource::kCrdName);
+    migration.field_manager = std::string(myresource::kFieldManager) + "-storage-migration";
     migration.qps = options.storage_migration_qps;
     migration.burst = std::max(1, static_cast<int>(options.storage_migration_qps));
     migration.check_interval = options.storage_migration_interval;

@@ -1,5 +1,6 @@
 #include "runtime/storage_migration.h"
 
+#include <stdexcept>
 #include <utility>
 
 #include "kube/object.h"
@@ -65,6 +66,8 @@ std::string_view result_name(MigrationResult result) {
 StorageVersionMigrator::StorageVersionMigrator(StorageVersionMigratorOptions options)
     : options_(std::move(options)),
       bucket_(options_.qps, options_.burst, options_.clock ? options_.clock : base::system_clock()) {
+  if (options_.field_manager.empty())
+    throw std::invalid_argument("StorageVersionMigratorOptions::field_manager is required");
   if (!options_.clock) options_.clock = base::system_clock();
   if (options_.confirm_every == 0) options_.confirm_every = 1;
   if (options_.registry) {

@@ -92,7 +92,9 @@ struct StorageVersionMigratorOptions {
   // migrates, retry_interval.
   std::chrono::seconds check_interval{std::chrono::minutes(10)};
   std::chrono::seconds retry_interval{std::chrono::seconds(30)};
-  std::string field_manager = "my-operator-storage-migration";
+  // The field manager of the no-op writes, e.g. "<program>-storage-migration"; required (the program
+  // names itself, runtime/ knows no product).
+  std::string field_manager;
   // Unset: this replica always may write (the manager runs the migrator only while it leads).
   MigrationWritePermit write_permit;
   // Warning Events on refused objects; none when null.

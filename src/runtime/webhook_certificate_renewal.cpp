@@ -1,6 +1,7 @@
 #include "runtime/webhook_certificate_renewal.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <utility>
 
 #include "base/time_format.h"
@@ -92,6 +93,8 @@ kube::Result<WebhookCertificates> renew_certificates(const WebhookCertificates* 
                                                      const RenewalPlan& plan,
                                                      const WebhookCertificateSettings& settings,
                                                      SystemTime now) {
+  if (settings.organization.empty() || settings.ca_name.empty())
+    throw std::invalid_argument("WebhookCertificateSettings: organization and ca_name are required");
   WebhookCertificates renewed;
   if (plan.kind == RenewalPlan::Kind::Authority || current == nullptr) {
     CertificateSpec ca_spec;

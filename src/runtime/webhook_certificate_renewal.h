@@ -24,8 +24,10 @@ namespace myop::runtime {
 struct WebhookCertificateSettings {
   // What the serving certificate names: the Service's DNS names, or the host of a webhook URL.
   std::vector<std::string> names;
-  std::string organization = "my-operator";
-  std::string ca_name = "my-operator-webhook-ca";
+  // The certificates' subject O and the CA's name (the program's, e.g. "<program>-webhook-ca");
+  // required: renew_certificates refuses empty ones.
+  std::string organization;
+  std::string ca_name;
   std::chrono::seconds ca_validity{std::chrono::hours(24 * 365 * 10)};
   std::chrono::seconds serving_validity{std::chrono::hours(24 * 365)};
 };

@@ -2,6 +2,7 @@
 
 #include <rapidjson/document.h>
 
+#include <stdexcept>
 #include <utility>
 
 #include "base/base64.h"
@@ -33,10 +34,11 @@ std::string moved_at_text(const std::optional<std::chrono::system_clock::time_po
   return moved ? base::format_rfc3339(*moved) : std::string();
 }
 
-// `secret` (as read, or a new one) holding `data`: its metadata (resourceVersion, the precondition of
-// the update, labels, annotations) kept, type and data replaced.
+// `secret` (as read, or a new one labelled managed-by `managed_by`) holding `data`: its metadata
+// (resourceVersion, the precondition of the update, labels, annotations) kept, type and data replaced.
 kube::Object secret_with(const rapidjson::Value* secret, const std::string& namespace_name,
-                         const std::string& name, const char* type, const SecretData& data) {
+                         const std::string& name, const std::string& managed_by, const char* type,
+                         const SecretData& data) {
   kube::Object object = secret != nullptr ? kube::Object::copy_of(*secret) : kube::Object();
   auto& allocator = object.allocator();
   auto& root = object.json();
@@ -45,7 +47,7 @@ kube::Object secret_with(const rapidjson::Value* secret, const std::string& name
     root.AddMember("kind", "Secret", allocator);
     object.set_name(name);
     object.set_namespace_name(namespace_name);
-    object.set_label("app.kubernetes.io/managed-by", "my-operator");
+    object.set_label("app.kubernetes.io/managed-by", managed_by);
   }
   kube::erase_member(root, "type");
   kube::erase_member(root, "data");
@@ -65,6 +67,11 @@ WebhookCertificateManager::WebhookCertificateManager(WebhookCertificateManagerOp
     : options_(std::move(options)),
       identity_{options_.secret_namespace, options_.service_name, options_.settings.names},
       metrics_(options_.registry.get(), options_.metrics_prefix) {
+  if (options_.managed_by.empty() || options_.settings.organization.empty() ||
+      options_.settings.ca_name.empty())
+    throw std::invalid_argument(
+        "WebhookCertificateManagerOptions: managed_by, settings.organization and settings.ca_name are "
+        "required");
   if (options_.ca_secret_name.empty()) options_.ca_secret_name = options_.secret_name + "-ca";
 }
 
@@ -200,7 +207,7 @@ kube::Result<WebhookCertificates> WebhookCertificateManager::renew_stored() {
         moved_at_text(authority->ca_key_moved_at) != moved_at_text(layout.ca_key_moved_at);
     if (ca_differs) {
       kube::Object secret = secret_with(authority_read ? &authority_read.value() : nullptr, namespace_name,
-                                        options_.ca_secret_name, "Opaque", ca_data);
+                                        options_.ca_secret_name, options_.managed_by, "Opaque", ca_data);
       if (layout.ca_key_moved_at)
         secret.set_annotation(options_.ca_key_moved_annotation, moved_at_text(layout.ca_key_moved_at));
       auto written = authority_read
@@ -215,8 +222,9 @@ kube::Result<WebhookCertificates> WebhookCertificateManager::renew_stored() {
     }
     const SecretData serving_data = serving_secret_data(next, layout.ca_key_in_serving);
     if (!serving || serving->data != serving_data) {
-      const kube::Object secret = secret_with(serving_read ? &serving_read.value() : nullptr, namespace_name,
-                                              options_.secret_name, "kubernetes.io/tls", serving_data);
+      const kube::Object secret =
+          secret_with(serving_read ? &serving_read.value() : nullptr, namespace_name, options_.secret_name,
+                      options_.managed_by, "kubernetes.io/tls", serving_data);
       auto written = serving_read
                          ? options_.client->update(kube::resources::secrets(), namespace_name, secret.json())
                          : options_.client->create(kube::resources::secrets(), namespace_name, secret.json());

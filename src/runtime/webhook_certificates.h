@@ -55,6 +55,9 @@ struct WebhookCertificateManagerOptions {
   std::string service_name;
   // CRDs whose caBundle follows ca.crt (those with strategy Webhook that name this operator's webhook).
   std::vector<std::string> crd_names;
+  // The app.kubernetes.io/managed-by label of the Secrets it creates (the program's name); required,
+  // as are settings.organization and settings.ca_name.
+  std::string managed_by;
   WebhookCertificateSettings settings;
   std::chrono::seconds check_interval{std::chrono::minutes(1)};
   std::chrono::seconds retry_interval{std::chrono::seconds(5)};  // after a failed check

@@ -101,6 +101,9 @@ std::shared_ptr<SpanExporter> make_otlp_http_exporter(OtlpHttpOptions options) {
   if (!url)
     throw std::invalid_argument("'" + options.endpoint +
                                 "' is not an OTLP/HTTP endpoint such as http://otel-collector:4318");
+  if (options.resource.service_name.empty() || options.resource.scope_name.empty())
+    throw std::invalid_argument(
+        "OtlpHttpOptions: resource.service_name and resource.scope_name are required");
   // cpprestsdk's shared pool (nothing else in the process uses it) would start 40 threads on first
   // use; one export at a time needs two. It can be sized only before that first use, hence once.
   static std::once_flag pool_sized;

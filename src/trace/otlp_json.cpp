@@ -138,7 +138,7 @@ std::string encode_otlp_json(const std::vector<SpanData>& spans, const ResourceI
   write_key(writer, "scope");
   writer.StartObject();
   write_key(writer, "name");
-  writer.String("my-operator/trace");
+  write_string(writer, resource.scope_name);
   writer.EndObject();
   write_key(writer, "spans");
   writer.StartArray();

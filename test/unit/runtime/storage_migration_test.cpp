@@ -226,6 +226,7 @@ struct Fixture {
     StorageVersionMigratorOptions result;
     result.client = std::make_shared<kube::Client>(server, "test");
     result.crd_name = "myresources.myorg.io";
+    result.field_manager = "test-migration";
     result.qps = 0;  // no rate limit
     result.registry = registry;
     result.metrics_prefix = "test_migration";

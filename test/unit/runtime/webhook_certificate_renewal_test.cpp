@@ -16,6 +16,8 @@ WebhookCertificateSettings settings(std::chrono::seconds ca_validity = 24h * 365
                                     std::chrono::seconds serving_validity = 24h * 365) {
   WebhookCertificateSettings result;
   result.names = {"my-operator-webhook.ops.svc", "127.0.0.1"};
+  result.organization = "test-operator";
+  result.ca_name = "test-operator-webhook-ca";
   result.ca_validity = ca_validity;
   result.serving_validity = serving_validity;
   return result;

@@ -14,6 +14,8 @@ namespace {
 WebhookCertificateSettings settings() {
   WebhookCertificateSettings result;
   result.names = {"my-operator-webhook.ops.svc"};
+  result.organization = "test-operator";
+  result.ca_name = "test-operator-webhook-ca";
   return result;
 }
 

@@ -50,6 +50,9 @@ struct Replica {
     options.secret_name = "my-operator-webhook-cert";
     options.service_name = "my-operator-webhook";
     options.crd_names = {kCrd};
+    options.managed_by = "test-operator";
+    options.settings.organization = "test-operator";
+    options.settings.ca_name = "test-operator-webhook-ca";
     const std::string service = "my-operator-webhook." + namespace_name + ".svc";
     options.settings.names = {service, service + ".cluster.local"};
     options.settings.names.insert(options.settings.names.end(), extra_names.begin(), extra_names.end());
@@ -168,6 +171,8 @@ TEST_CASE("the CA key moves out of the serving Secret of the earlier layout with
   const auto ca_path = secret_path("ops", "my-operator-webhook-cert-ca");
   // What an earlier version wrote: one Secret with the CA key.
   WebhookCertificateSettings earlier;
+  earlier.organization = "test-operator";
+  earlier.ca_name = "test-operator-webhook-ca";
   earlier.names = {"my-operator-webhook.ops.svc", "my-operator-webhook.ops.svc.cluster.local"};
   auto legacy = renew_certificates(nullptr, {RenewalPlan::Kind::Authority, "test", {}}, earlier,
                                    std::chrono::system_clock::now());

@@ -74,6 +74,7 @@ TEST_CASE("OTLP/HTTP endpoint: /v1/traces appended to a base URL and not a URL i
 TEST_CASE("OTLP/HTTP exporter: a collector that is down costs spans, counted, never the caller's time",
           "[trace][otlp][exporter]") {
   OtlpHttpOptions exporter_options;
+  exporter_options.resource = {"test-operator", "", "test-operator/trace"};
   exporter_options.endpoint = "http://127.0.0.1:" + std::to_string(closed_port());
   exporter_options.timeout = 2s;
   BatchOptions options;
@@ -92,6 +93,7 @@ TEST_CASE("OTLP/HTTP exporter: while an export hangs, submitting returns and the
           "[trace][otlp][exporter]") {
   SilentListener collector;
   OtlpHttpOptions exporter_options;
+  exporter_options.resource = {"test-operator", "", "test-operator/trace"};
   exporter_options.endpoint = "http://127.0.0.1:" + std::to_string(collector.port());
   exporter_options.timeout = 10min;  // the export cannot end by itself during the test
   BatchOptions options;

@@ -37,7 +37,7 @@ TEST_CASE("OTLP JSON: a span is encoded as an ExportTraceServiceRequest", "[trac
   root.span_id = span.parent_span_id;
   root.name = "reconcile";
 
-  const std::string body = encode_otlp_json({span, root}, {"my-operator", "1.2.3"});
+  const std::string body = encode_otlp_json({span, root}, {"my-operator", "1.2.3", "my-operator/trace"});
   rapidjson::Document document;
   document.Parse(body.c_str());
   INFO(body);
