@@ -1,8 +1,9 @@
 // Time for every layer: what time it is, and timers that wait for it.
 //
-// Everything that waits (a work queue until its next item is due, a watch before reconnecting, a
-// leader before renewing, a rate limit before the next token) waits through a Clock, so a test can
-// inject a fake one (test/unit/support/fake_clock.h) and move time by hand instead of sleeping. A
+// The operator's waits for time to pass (a work queue until its next item is due, a watch before
+// reconnecting, a leader before renewing, a rate limit before the next token) go through a Clock, so
+// a test can inject a fake one (test/unit/support/fake_clock.h) and move time by hand instead of
+// sleeping; I/O deadlines (sockets, exec plugins) and the trace batch queue use the real clocks. A
 // wait ends when the caller's predicate holds, its stop token is requested, or the clock reaches
 // the deadline, whichever comes first; nothing wakes up periodically to look.
 #pragma once
