@@ -2,9 +2,9 @@
 // to write on it. It keeps the label myorg.io/has-myresources=true on every namespace that holds at
 // least one MyResource, and removes it from namespaces that hold none.
 //
-// Namespaces are the primary kind; MyResource events map to their namespace. Both caches come
-// from the manager's registry (shared with any other controller of the process that asks for the
-// same kind), and the label is written through the cached writer, so the next reconcile sees it.
+// Namespaces are the primary kind; MyResource events map to their namespace. The reconciler reads
+// the builder's caches of both kinds (shared with any other controller of the process that watches
+// them) and writes the label through the manager's cached writer, so its next reconcile sees it.
 //
 //   namespace-labeller [--kubeconfig FILE] [--health-probe-bind-address :8081]
 #include <spdlog/spdlog.h>
@@ -13,10 +13,7 @@
 #include <cstring>
 #include <string>
 
-#include "kube/client.h"
-#include "kube/config.h"
-#include "kube/transport.h"
-#include "myresource/types.h"
+#include "kube/connect.h"
 #include "runtime/builder.h"
 #include "runtime/manager.h"
 #include "runtime/signal_watcher.h"
@@ -27,18 +24,19 @@ using namespace myop;
 
 constexpr std::string_view kLabel = "myorg.io/has-myresources";
 
+// MyResources are only counted here: their kind is all this controller needs to know of them.
+kube::ResourceType myresources() { return {"myorg.io", "v1beta1", "myresources", true, "MyResource"}; }
+
 class NamespaceLabeller final : public runtime::Reconciler {
  public:
-  NamespaceLabeller(runtime::Manager& manager, std::shared_ptr<runtime::InformerSet> namespaces,
-                    std::shared_ptr<runtime::InformerSet> myresources)
-      : writer_(manager.writer()), namespaces_(std::move(namespaces)), myresources_(std::move(myresources)) {}
+  NamespaceLabeller(runtime::Writer& writer, runtime::CacheReader namespaces,
+                    runtime::CacheReader myresources)
+      : writer_(writer), namespaces_(std::move(namespaces)), myresources_(std::move(myresources)) {}
 
   runtime::ReconcileResult reconcile(const runtime::ReconcileRequest& request) override {
-    auto space = namespaces_->get(request.key);
+    auto space = namespaces_.get(request.key);
     if (!space || space->view().is_being_deleted()) return runtime::ReconcileResult::done();
-    bool holds = false;
-    for (const auto& resource : myresources_->list())
-      holds = holds || resource->namespace_name() == request.key.name;
+    const bool holds = !myresources_.list(request.key.name).empty();
     if (space->view().label(kLabel).has_value() == holds) return runtime::ReconcileResult::done();
     const std::string body = std::string(R"({"metadata":{"labels":{")") + std::string(kLabel) +
                              (holds ? R"(":"true"}}})" : R"(":null}}})");
@@ -52,8 +50,8 @@ class NamespaceLabeller final : public runtime::Reconciler {
 
  private:
   runtime::Writer& writer_;
-  std::shared_ptr<runtime::InformerSet> namespaces_;
-  std::shared_ptr<runtime::InformerSet> myresources_;
+  runtime::CacheReader namespaces_;
+  runtime::CacheReader myresources_;
 };
 
 std::string flag(int argc, char** argv, const char* name, const char* fallback) {
@@ -68,29 +66,24 @@ std::string flag(int argc, char** argv, const char* name, const char* fallback) 
 int main(int argc, char** argv) {
   std::stop_source stop;
   runtime::SignalWatcher signals(stop);
-  kube::ConfigSearch search;
-  search.kubeconfig_path = flag(argc, argv, "--kubeconfig", "");
-  auto config = kube::load_client_config(search);
-  if (!config)
-    return spdlog::critical("no usable cluster configuration: {}", config.error().message), EXIT_FAILURE;
-  auto transport = kube::make_https_transport(config.value(), {});
-  if (!transport) return spdlog::critical("{}", transport.error().message), EXIT_FAILURE;
+  kube::ConfigSearch cluster;
+  cluster.kubeconfig_path = flag(argc, argv, "--kubeconfig", "");
+  auto connection = kube::connect(cluster, {}, "namespace-labeller");
+  if (!connection) return spdlog::critical("{}", connection.error().message), EXIT_FAILURE;
 
   runtime::ManagerOptions options;
-  options.client = std::make_shared<kube::Client>(transport.value(), "namespace-labeller");
+  options.client = connection->client;
   options.field_manager = "namespace-labeller";
   options.metrics_bind_address = "0";
   options.health_probe_bind_address = flag(argc, argv, "--health-probe-bind-address", ":8081");
   runtime::Manager manager(options);
 
-  auto namespaces = manager.informers().informer(kube::resources::namespaces(), {});
-  auto myresources = manager.informers().informer(myresource::myresource_type(), {});
   auto to_namespace = runtime::enqueue_mapped([](const runtime::ObjectEvent& event) {
     return std::vector<runtime::ObjectKey>{{"", std::string(event.object->namespace_name())}};
   });
-  runtime::ControllerBuilder(manager, "namespace-labeller")
-      .for_kind(kube::resources::namespaces())
-      .watches(myresource::myresource_type(), to_namespace)
-      .complete(std::make_shared<NamespaceLabeller>(manager, namespaces, myresources));
+  runtime::ControllerBuilder builder(manager, "namespace-labeller");
+  builder.for_kind(kube::resources::namespaces()).watches(myresources(), to_namespace);
+  builder.complete(std::make_shared<NamespaceLabeller>(
+      manager.writer(), builder.cache(kube::resources::namespaces()), builder.cache(myresources())));
   return manager.run(stop.get_token());
 }

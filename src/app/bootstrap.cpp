@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "kube/config.h"
+#include "kube/connect.h"
 #include "kube/request_metrics.h"
 #include "kube/transport.h"
 #include "myresource/conversion_review.h"
@@ -106,28 +107,25 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
   kube::ConfigSearch search;
   search.kubeconfig_path = options.kubeconfig;
   search.context = options.context;
-  auto config = kube::load_client_config(search);
-  if (!config) return failure("no usable cluster configuration: " + config.error().message);
-
   auto registry = std::make_shared<prometheus::Registry>();
   kube::TransportOptions transport_options;
   transport_options.qps = options.qps;
   transport_options.burst = options.burst;
   transport_options.user_agent = std::string(kProgram) + "/" + myop::kVersion;
   transport_options.metrics = kube::make_prometheus_request_metrics(*registry);
-  auto transport = kube::make_https_transport(config.value(), transport_options);
-  if (!transport)
-    return failure("cannot set up the connection to " + config->server + ": " + transport.error().message);
-  auto client = std::make_shared<kube::Client>(transport.value(), std::string(myresource::kFieldManager));
+  auto connection = kube::connect(search, transport_options, std::string(myresource::kFieldManager));
+  if (!connection) return std::move(connection).error();
+  const kube::ClientConfig& config = connection->config;
+  auto client = connection->client;
 
-  operator_namespace = own_namespace(config.value());
+  operator_namespace = own_namespace(config);
   spdlog::info(
       "my-operator {} starting: server={} context={} namespaces={} operator-namespace={} leader-elect={} "
       "sharding={} "
       "max-concurrent-reconciles={} qps={} burst={} resync-period={}s orphan-sweep-period={}s "
       "watch-stall-timeout={}s config-map={} "
       "metrics={} metrics-secure={} metrics-cert={} probes={} otlp-endpoint={} trace-sampling-ratio={}",
-      myop::kVersion, config->server, config->context_name.empty() ? "(in-cluster)" : config->context_name,
+      myop::kVersion, config.server, config.context_name.empty() ? "(in-cluster)" : config.context_name,
       options.namespaces.empty() ? "(all)" : options.namespaces_flag, operator_namespace,
       options.leader_elect, options.sharding, options.max_concurrent_reconciles, options.qps, options.burst,
       options.resync_period.count(), options.orphan_sweep_period.count(), options.watch_stall_timeout.count(),
@@ -160,7 +158,7 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
     manager.metrics_cert_dir = options.metrics_cert_dir;
     manager.metrics_cert_name = options.metrics_cert_name;
     manager.metrics_key_name = options.metrics_key_name;
-    auto authorizer = metrics_authorizer(config.value(), transport_options);
+    auto authorizer = metrics_authorizer(config, transport_options);
     if (!authorizer) return std::move(authorizer).error();
     manager.metrics_authorizer = authorizer.value();
   }

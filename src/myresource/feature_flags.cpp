@@ -4,11 +4,11 @@
 
 namespace myop::myresource {
 
-FeatureFlags::FeatureFlags(std::shared_ptr<runtime::InformerSet> config_maps, runtime::ObjectKey config_map)
+FeatureFlags::FeatureFlags(runtime::CacheReader config_maps, runtime::ObjectKey config_map)
     : config_maps_(std::move(config_maps)), config_map_(std::move(config_map)) {}
 
 Features FeatureFlags::current() const {
-  const runtime::ObjectPointer config_map = config_maps_->get(config_map_);
+  const runtime::ObjectPointer config_map = config_maps_.get(config_map_);
   const std::string version = config_map ? std::string(config_map->resource_version()) : std::string();
   std::lock_guard lock(mutex_);
   if (version == version_) return features_;

@@ -8,20 +8,20 @@
 #include <string>
 
 #include "myresource/features.h"
-#include "runtime/informer_set.h"
+#include "runtime/cache_reader.h"
 #include "runtime/object_key.h"
 
 namespace myop::myresource {
 
 class FeatureFlags {
  public:
-  FeatureFlags(std::shared_ptr<runtime::InformerSet> config_maps, runtime::ObjectKey config_map);
+  FeatureFlags(runtime::CacheReader config_maps, runtime::ObjectKey config_map);
 
   Features current() const;
   const runtime::ObjectKey& config_map() const { return config_map_; }
 
  private:
-  std::shared_ptr<runtime::InformerSet> config_maps_;
+  runtime::CacheReader config_maps_;
   runtime::ObjectKey config_map_;
   mutable std::mutex mutex_;
   // The ConfigMap version last parsed ("-" before the first read, "" when there is none).

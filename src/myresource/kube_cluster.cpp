@@ -5,9 +5,9 @@
 
 namespace myop::myresource {
 
-KubeCluster::KubeCluster(runtime::Writer& writer, std::shared_ptr<runtime::InformerSet> myresources,
-                         std::shared_ptr<runtime::InformerSet> deployments,
-                         std::function<Features()> features, std::shared_ptr<runtime::EventRecorder> recorder,
+KubeCluster::KubeCluster(runtime::Writer& writer, runtime::CacheReader myresources,
+                         runtime::CacheReader deployments, std::function<Features()> features,
+                         std::shared_ptr<runtime::EventRecorder> recorder,
                          std::shared_ptr<runtime::ShardGate> shard_gate)
     : writer_(writer),
       myresources_(std::move(myresources)),
@@ -17,13 +17,13 @@ KubeCluster::KubeCluster(runtime::Writer& writer, std::shared_ptr<runtime::Infor
       shard_gate_(std::move(shard_gate)) {}
 
 ObjectPointer KubeCluster::get_myresource(std::string_view namespace_name, std::string_view name) {
-  return myresources_->get({std::string(namespace_name), std::string(name)});
+  return myresources_.get({std::string(namespace_name), std::string(name)});
 }
 
-ObjectPointer KubeCluster::get_myresource(const runtime::ObjectKey& key) { return myresources_->get(key); }
+ObjectPointer KubeCluster::get_myresource(const runtime::ObjectKey& key) { return myresources_.get(key); }
 
 ObjectPointer KubeCluster::get_deployment(std::string_view namespace_name, std::string_view name) {
-  return deployments_->get({std::string(namespace_name), std::string(name)});
+  return deployments_.get({std::string(namespace_name), std::string(name)});
 }
 
 Features KubeCluster::features() { return features_ ? features_() : Features{}; }
@@ -65,8 +65,8 @@ void KubeCluster::record_event(const EventSubject& subject, std::string_view typ
 }
 
 void KubeCluster::for_each_managed_deployment(const std::function<void(const ObjectPointer&)>& visit) {
-  if (!shard_gate_) return deployments_->for_each(visit);
-  deployments_->for_each([&](const ObjectPointer& deployment) {
+  if (!shard_gate_) return deployments_.for_each(visit);
+  deployments_.for_each([&](const ObjectPointer& deployment) {
     if (shard_gate_->active(runtime::shard_slot(deployment->namespace_name()))) visit(deployment);
   });
 }

@@ -9,8 +9,8 @@
 
 #include "myresource/cluster.h"
 #include "myresource/orphan_sweeper.h"
+#include "runtime/cache_reader.h"
 #include "runtime/event_recorder.h"
-#include "runtime/informer_set.h"
 #include "runtime/shard_gate.h"
 #include "runtime/writer.h"
 
@@ -19,9 +19,8 @@ namespace myop::myresource {
 class KubeCluster final : public Cluster, public OrphanSweepCluster {
  public:
   // `writer` belongs to the manager, which outlives every controller and runnable it runs.
-  KubeCluster(runtime::Writer& writer, std::shared_ptr<runtime::InformerSet> myresources,
-              std::shared_ptr<runtime::InformerSet> deployments, std::function<Features()> features,
-              std::shared_ptr<runtime::EventRecorder> recorder,
+  KubeCluster(runtime::Writer& writer, runtime::CacheReader myresources, runtime::CacheReader deployments,
+              std::function<Features()> features, std::shared_ptr<runtime::EventRecorder> recorder,
               std::shared_ptr<runtime::ShardGate> shard_gate = nullptr);
 
   ObjectPointer get_myresource(std::string_view namespace_name, std::string_view name) override;
@@ -46,8 +45,8 @@ class KubeCluster final : public Cluster, public OrphanSweepCluster {
 
  private:
   runtime::Writer& writer_;
-  std::shared_ptr<runtime::InformerSet> myresources_;
-  std::shared_ptr<runtime::InformerSet> deployments_;
+  runtime::CacheReader myresources_;
+  runtime::CacheReader deployments_;
   std::function<Features()> features_;
   std::shared_ptr<runtime::EventRecorder> recorder_;
   // Sharded: the orphan sweep looks only at slots this replica works on (their caches are synced, so a

@@ -21,24 +21,23 @@ prometheus::MetricFamily gauge(std::string name, std::string help, double value)
 
 class CacheGauges final : public prometheus::Collectable {
  public:
-  CacheGauges(std::shared_ptr<runtime::InformerSet> myresources,
-              std::shared_ptr<runtime::InformerSet> deployments)
+  CacheGauges(runtime::CacheReader myresources, runtime::CacheReader deployments)
       : myresources_(std::move(myresources)), deployments_(std::move(deployments)) {
-    deployments_->index_label(kTrackLabel);
+    deployments_.index_label(kTrackLabel);
   }
 
   std::vector<prometheus::MetricFamily> Collect() const override {
-    const bool synced = myresources_->has_synced() && deployments_->has_synced();
-    const double managed = synced ? static_cast<double>(myresources_->size()) : 0;
+    const bool synced = myresources_.has_synced() && deployments_.has_synced();
+    const double managed = synced ? static_cast<double>(myresources_.size()) : 0;
     const double canaries =
-        synced ? static_cast<double>(deployments_->count_by_label(kTrackLabel, to_string(Track::Canary))) : 0;
+        synced ? static_cast<double>(deployments_.count_by_label(kTrackLabel, to_string(Track::Canary))) : 0;
     return {gauge("myoperator_managed_resources", "MyResource objects in the operator's cache.", managed),
             gauge("myoperator_canaries_active", "Canary Deployments that exist now.", canaries)};
   }
 
  private:
-  std::shared_ptr<runtime::InformerSet> myresources_;
-  std::shared_ptr<runtime::InformerSet> deployments_;
+  runtime::CacheReader myresources_;
+  runtime::CacheReader deployments_;
 };
 
 }  // namespace
@@ -52,8 +51,8 @@ void register_build_info(prometheus::Registry& registry, const std::string& vers
       .Set(1);
 }
 
-std::shared_ptr<prometheus::Collectable> make_cache_gauges(
-    std::shared_ptr<runtime::InformerSet> myresources, std::shared_ptr<runtime::InformerSet> deployments) {
+std::shared_ptr<prometheus::Collectable> make_cache_gauges(runtime::CacheReader myresources,
+                                                           runtime::CacheReader deployments) {
   return std::make_shared<CacheGauges>(std::move(myresources), std::move(deployments));
 }
 

@@ -10,13 +10,13 @@
 #include <memory>
 #include <string>
 
-#include "runtime/informer_set.h"
+#include "runtime/cache_reader.h"
 
 namespace myop::myresource {
 
 void register_build_info(prometheus::Registry& registry, const std::string& version);
 
-std::shared_ptr<prometheus::Collectable> make_cache_gauges(std::shared_ptr<runtime::InformerSet> myresources,
-                                                           std::shared_ptr<runtime::InformerSet> deployments);
+std::shared_ptr<prometheus::Collectable> make_cache_gauges(runtime::CacheReader myresources,
+                                                           runtime::CacheReader deployments);
 
 }  // namespace myop::myresource

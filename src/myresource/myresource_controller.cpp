@@ -43,41 +43,34 @@ bool myresource_changed(const runtime::ObjectEvent& event) {
 
 std::shared_ptr<runtime::Controller> add_myresource_controller(runtime::Manager& manager,
                                                                const MyResourceControllerOptions& options) {
-  // Sharded (--sharding), both are cached per shard slot, as the controller builder caches them.
-  const bool sharded = manager.shard_gate() != nullptr;
-  const runtime::InformerScope scope{manager.namespaces(), "", "", sharded};
   // Only the Deployments we manage: every other Deployment of the cluster stays out of memory.
-  const std::string managed_by = std::string(kManagedByLabel) + "=" + std::string(kManagedByValue);
-  const runtime::InformerScope deployment_scope{manager.namespaces(), managed_by, "", sharded};
-  const runtime::InformerScope flags_scope{
-      {options.operator_namespace}, "", "metadata.name=" + options.config_map};
+  runtime::OwnsOptions owned;
+  owned.label_selector = std::string(kManagedByLabel) + "=" + std::string(kManagedByValue);
+  owned.adopted_by = adopting_myresource;
+  // The one ConfigMap of feature flags, in the operator's namespace.
+  runtime::WatchOptions flag_watch;
+  flag_watch.namespaces = std::vector<std::string>{options.operator_namespace};
+  flag_watch.field_selector = "metadata.name=" + options.config_map;
 
-  auto& informers = manager.informers();
-  auto myresources = informers.informer(myresource_type(), scope);
-  auto deployments = informers.informer(kube::resources::deployments(), deployment_scope);
+  // The caches are the builder's (scoped, and sharded with --sharding, as it watches them); the
+  // reconciler and the mapper below read the same ones.
+  runtime::ControllerBuilder builder(manager, "myresource");
+  builder.for_kind(myresource_type(), {myresource_changed}).owns(kube::resources::deployments(), owned);
+  const runtime::CacheReader myresources = builder.cache(myresource_type());
+  // A feature-flag change concerns every MyResource, at low priority.
+  auto every_myresource = runtime::enqueue_mapped(
+      [myresources](const runtime::ObjectEvent&) { return myresources.keys(); }, runtime::Priority::low);
+  builder.watches(kube::resources::config_maps(), every_myresource, flag_watch)
+      .max_concurrent_reconciles(options.max_concurrent_reconciles);
+
+  const runtime::CacheReader deployments = builder.cache(kube::resources::deployments());
   auto flags =
-      std::make_shared<FeatureFlags>(informers.informer(kube::resources::config_maps(), flags_scope),
+      std::make_shared<FeatureFlags>(builder.cache(kube::resources::config_maps()),
                                      runtime::ObjectKey{options.operator_namespace, options.config_map});
   auto cluster = std::make_shared<KubeCluster>(
       manager.writer(), myresources, deployments, [flags] { return flags->current(); },
       manager.event_recorder(), manager.shard_gate());
-
-  runtime::OwnsOptions owned;
-  owned.label_selector = managed_by;
-  owned.adopted_by = adopting_myresource;
-  runtime::WatchOptions flag_watch;
-  flag_watch.namespaces = flags_scope.namespaces;
-  flag_watch.field_selector = flags_scope.field_selector;
-  // A feature-flag change concerns every MyResource, at low priority.
-  auto every_myresource = runtime::enqueue_mapped(
-      [myresources](const runtime::ObjectEvent&) { return myresources->keys(); }, runtime::Priority::low);
-
-  auto controller = runtime::ControllerBuilder(manager, "myresource")
-                        .for_kind(myresource_type(), {myresource_changed})
-                        .owns(kube::resources::deployments(), owned)
-                        .watches(kube::resources::config_maps(), every_myresource, flag_watch)
-                        .max_concurrent_reconciles(options.max_concurrent_reconciles)
-                        .complete(std::make_shared<MyResourceReconciler>(cluster));
+  auto controller = builder.complete(std::make_shared<MyResourceReconciler>(cluster));
 
   OrphanSweeperOptions sweep;
   sweep.period = options.orphan_sweep_period;

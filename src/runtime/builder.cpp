@@ -85,6 +85,15 @@ ControllerBuilder& ControllerBuilder::reconcile_timeout(Duration timeout) {
   return *this;
 }
 
+CacheReader ControllerBuilder::cache(const kube::ResourceType& type) const {
+  for (const Watch& watch : watches_) {
+    if (watch.type.group == type.group && watch.type.resource == type.resource)
+      return CacheReader(watch.type, manager_.informers().informer(watch.type, watch.scope));
+  }
+  throw std::logic_error("ControllerBuilder: cache(" + type.qualified_resource() + ") of a kind " +
+                         options_.name + " does not watch; give it to for_kind(), owns() or watches() first");
+}
+
 std::shared_ptr<Controller> ControllerBuilder::complete(std::shared_ptr<Reconciler> reconciler) {
   if (!primary_)
     throw std::logic_error("ControllerBuilder: complete() without for_kind() for " + options_.name);

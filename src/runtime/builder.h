@@ -9,6 +9,14 @@
 //       .max_concurrent_reconciles(4)
 //       .complete(reconciler);
 //
+// The reconciler reads the caches the builder watches: cache(kind) hands out a CacheReader of each
+// kind given to for_kind(), owns() or watches(), in the scope the controller watches it, so the
+// reconciler and the event handlers share one cache and nobody repeats the scope rules:
+//
+//   ControllerBuilder builder(manager, "namespace-labeller");
+//   builder.for_kind(namespaces()).watches(myresources(), to_namespace);
+//   builder.complete(std::make_shared<Labeller>(builder.cache(namespaces()), builder.cache(myresources())));
+//
 // Each watched kind comes from the manager's informer registry, so controllers that watch the same
 // kind in the same scope share one cache and one watch. Events become keys through a mapper and
 // predicates, at a priority per event type: the initial list and periodic resyncs are always low.
@@ -19,6 +27,7 @@
 #include <vector>
 
 #include "kube/resource.h"
+#include "runtime/cache_reader.h"
 #include "runtime/controller.h"
 #include "runtime/event_handler.h"
 #include "runtime/informer_registry.h"
@@ -73,6 +82,11 @@ class ControllerBuilder {
   ControllerBuilder& watches(const kube::ResourceType& type, EventMapper mapper, WatchOptions options = {});
   ControllerBuilder& max_concurrent_reconciles(int workers);
   ControllerBuilder& reconcile_timeout(Duration timeout);
+
+  // The cache of `type`, a kind given to for_kind(), owns() or watches() before (the first one given,
+  // when the same kind is watched twice), from the manager's registry: the cache complete()
+  // subscribes the controller to. Throws std::logic_error for a kind this builder does not watch.
+  CacheReader cache(const kube::ResourceType& type) const;
 
   // Builds the controller, subscribes it to its informers and hands it to the manager.
   std::shared_ptr<Controller> complete(std::shared_ptr<Reconciler> reconciler);

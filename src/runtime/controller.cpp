@@ -212,38 +212,19 @@ trace::Span Controller::start_reconcile_span(const WorkItem& item, const Reconci
 }
 
 void Controller::process(const WorkItem& item) {
+  // The ticket is held until the reconcile's writes are done (shard_gate.h).
   const std::optional<ShardGate::Ticket> ticket =
       options_.shard_gate ? options_.shard_gate->enter(item.key.namespace_name) : std::nullopt;
-  if (options_.shard_gate) {
-    if (!ticket) {
-      take_event_seen(item.key);
-      queue_->done(item, Completion::success());
-      log(spdlog::level::debug, "Not this replica's shard, dropped",
-          {{"controller", options_.name}, {"namespace", item.key.namespace_name}, {"name", item.key.name}});
-      return;
-    }
+  if (options_.shard_gate && !ticket) {
+    take_event_seen(item.key);
+    queue_->done(item, Completion::success());
+    log(spdlog::level::debug, "Not this replica's shard, dropped",
+        {{"controller", options_.name}, {"namespace", item.key.namespace_name}, {"name", item.key.name}});
+    return;
   }
-  const std::string reconcile_id = new_reconcile_id();
   const TimePoint started = options_.clock->now();
-  ReconcileRequest request;
-  request.key = item.key;
-  request.reconcile_id = reconcile_id;
-  request.priority = item.priority;
-  request.failures = item.failures;
-  request.deadline = started + options_.reconcile_timeout;
-  {
-    std::lock_guard lock(mutex_);
-    const bool was_idle = in_flight_.empty();
-    auto& reconcile = in_flight_[reconcile_id];
-    reconcile.key = item.key;
-    reconcile.deadline = request.deadline;
-    request.stop = reconcile.stop.get_token();
-    metrics_.set_active_workers(static_cast<int>(in_flight_.size()));
-    if (was_idle) idle_.notify_all();  // the watchdog sleeps while nothing runs
-  }
+  ReconcileRequest request = begin_reconcile(item, started);
   const std::optional<PendingEvent> trigger = take_event_seen(item.key);
-  std::optional<TimePoint> seen;
-  if (trigger && trigger->measured) seen = trigger->seen;
 
   trace::Span span;
   ReconcileResult result = ReconcileResult::done();
@@ -256,90 +237,74 @@ void Controller::process(const WorkItem& item) {
   }
 
   const TimePoint finished = options_.clock->now();
-  std::string result_label;
-  Completion completion;
-  bool handled_event = false;
-  switch (result.kind()) {
-    case ReconcileResult::Kind::done:
-    case ReconcileResult::Kind::waiting:  // as controller-runtime's empty Result: the watch brings more
-      result_label = "success";
-      completion = Completion::success();
-      handled_event = true;
-      break;
-    case ReconcileResult::Kind::requeue:
-      result_label = "requeue";
-      completion = Completion::retry();
-      completion.priority = result.priority();
-      break;
-    case ReconcileResult::Kind::requeue_after:
-      result_label = "requeue_after";
-      completion = Completion::after(result.delay(), result.priority());
-      handled_event = true;
-      break;
-    case ReconcileResult::Kind::error:
-      if (result.is_conflict()) {
-        // The cache was behind the server (someone wrote in between): the watch is bringing the newer
-        // object, so look again shortly without moving the key up the backoff schedule.
-        result_label = "requeue";
-        completion = Completion::after(options_.conflict_requeue_delay);
-        break;
-      }
-      result_label = "error";
-      // An API server that said when to come back (429 with Retry-After) is not asked sooner.
-      completion = Completion::retry(result.api_error() && result.api_error()->retry_after
-                                         ? Duration(*result.api_error()->retry_after)
-                                         : Duration::zero());
-      metrics_.reconcile_error();
-      break;
-    case ReconcileResult::Kind::terminal_error:
-      result_label = "error";
-      completion = Completion::success();  // a retry cannot help; the next change will trigger again
-      metrics_.reconcile_error();
-      metrics_.terminal_error();
-      break;
-  }
-  if (result.is_error()) {
-    const bool terminal = result.kind() == ReconcileResult::Kind::terminal_error;
-    log(result.is_conflict() ? spdlog::level::debug : spdlog::level::err,
-        result.is_conflict() ? "Conflict, requeueing"
-        : terminal           ? "Reconciler terminal error, not retrying"
-                             : "Reconciler error",
-        {{"controller", options_.name},
-         {"namespace", item.key.namespace_name},
-         {"name", item.key.name},
-         {"reconcileID", reconcile_id},
-         {"failures", std::to_string(item.failures + (result.is_conflict() || terminal ? 0 : 1))},
-         {"error", result.message()}});
-  }
-  metrics_.reconciled(result_label, finished - started);
-  if (seen) {
-    if (handled_event) {
-      metrics_.event_reconciled(finished - *seen);
-    } else if (result.kind() != ReconcileResult::Kind::terminal_error) {
-      restore_event_seen(item.key, *trigger);  // latency keeps counting through retries
-    }
-  }
+  const ReconcileOutcome outcome = reconcile_outcome(result, item.failures, options_.conflict_requeue_delay);
+  record_outcome(item, request, result, outcome, trigger, started, finished);
   if (span.recording()) {
-    span.set_attribute("myoperator.result", result_label);
-    if (result.is_error() && !result.is_conflict())
-      span.set_status(trace::StatusCode::error, result.message());
+    span.set_attribute("myoperator.result", std::string(outcome.label));
+    if (outcome.span_error) span.set_status(trace::StatusCode::error, result.message());
     span.end();
   }
-  log(spdlog::level::debug, "Reconcile finished",
-      {{"controller", options_.name},
-       {"namespace", item.key.namespace_name},
-       {"name", item.key.name},
-       {"reconcileID", reconcile_id},
-       {"result", result_label},
-       {"seconds", std::to_string(to_seconds(finished - started))}});
+  queue_->done(item, outcome.completion);
+  end_reconcile(request.reconcile_id);
+}
 
-  queue_->done(item, completion);
+ReconcileRequest Controller::begin_reconcile(const WorkItem& item, TimePoint started) {
+  ReconcileRequest request;
+  request.key = item.key;
+  request.reconcile_id = new_reconcile_id();
+  request.priority = item.priority;
+  request.failures = item.failures;
+  request.deadline = started + options_.reconcile_timeout;
+  std::lock_guard lock(mutex_);
+  const bool was_idle = in_flight_.empty();
+  auto& reconcile = in_flight_[request.reconcile_id];
+  reconcile.key = item.key;
+  reconcile.deadline = request.deadline;
+  request.stop = reconcile.stop.get_token();
+  metrics_.set_active_workers(static_cast<int>(in_flight_.size()));
+  if (was_idle) idle_.notify_all();  // the watchdog sleeps while nothing runs
+  return request;
+}
+
+void Controller::end_reconcile(const std::string& reconcile_id) {
   {
     std::lock_guard lock(mutex_);
     in_flight_.erase(reconcile_id);
     metrics_.set_active_workers(static_cast<int>(in_flight_.size()));
   }
   idle_.notify_all();
+}
+
+void Controller::record_outcome(const WorkItem& item, const ReconcileRequest& request,
+                                const ReconcileResult& result, const ReconcileOutcome& outcome,
+                                const std::optional<PendingEvent>& trigger, TimePoint started,
+                                TimePoint finished) {
+  if (outcome.error) metrics_.reconcile_error();
+  if (outcome.terminal) metrics_.terminal_error();
+  if (outcome.logged) {
+    log(outcome.log_level, outcome.log_message,
+        {{"controller", options_.name},
+         {"namespace", item.key.namespace_name},
+         {"name", item.key.name},
+         {"reconcileID", request.reconcile_id},
+         {"failures", std::to_string(outcome.failures_after)},
+         {"error", result.message()}});
+  }
+  metrics_.reconciled(std::string(outcome.label), finished - started);
+  if (trigger && trigger->measured) {
+    if (outcome.event_handled) {
+      metrics_.event_reconciled(finished - trigger->seen);
+    } else if (outcome.event_kept) {
+      restore_event_seen(item.key, *trigger);  // latency keeps counting through retries
+    }
+  }
+  log(spdlog::level::debug, "Reconcile finished",
+      {{"controller", options_.name},
+       {"namespace", item.key.namespace_name},
+       {"name", item.key.name},
+       {"reconcileID", request.reconcile_id},
+       {"result", std::string(outcome.label)},
+       {"seconds", std::to_string(to_seconds(finished - started))}});
 }
 
 ReconcileResult Controller::invoke(const ReconcileRequest& request) {

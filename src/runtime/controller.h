@@ -35,6 +35,7 @@
 #include "runtime/event_handler.h"
 #include "runtime/object_event.h"
 #include "runtime/predicate.h"
+#include "runtime/reconcile_outcome.h"
 #include "runtime/reconciler.h"
 #include "runtime/shard_gate.h"
 #include "runtime/workqueue.h"
@@ -107,7 +108,16 @@ class Controller {
   void on_event(const EventMapper& mapper, const std::vector<Predicate>& predicates,
                 const ObjectEvent& event);
   void run_worker();
+  // One work item: the shard gate, then begin_reconcile, the reconciler (in its span), the outcome
+  // (reconcile_outcome.h) recorded and handed to the queue, end_reconcile.
   void process(const WorkItem& item);
+  // In-flight bookkeeping: the request (id, deadline, stop token) and the active-worker gauge.
+  ReconcileRequest begin_reconcile(const WorkItem& item, TimePoint started);
+  void end_reconcile(const std::string& reconcile_id);
+  // Metrics, the trigger's latency and the logs of one finished reconcile.
+  void record_outcome(const WorkItem& item, const ReconcileRequest& request, const ReconcileResult& result,
+                      const ReconcileOutcome& outcome, const std::optional<PendingEvent>& trigger,
+                      TimePoint started, TimePoint finished);
   ReconcileResult invoke(const ReconcileRequest& request);
   void run_watchdog(std::stop_token stop);
   // The earliest deadline of a reconcile not yet cancelled.

@@ -271,6 +271,11 @@ std::vector<ObjectPointer> InformerSet::list() const {
   return objects;
 }
 
+std::vector<ObjectPointer> InformerSet::list(std::string_view namespace_name) const {
+  const auto informer = informer_for(namespace_name);
+  return informer ? informer->cache().list_namespace(namespace_name) : std::vector<ObjectPointer>{};
+}
+
 void InformerSet::for_each(const std::function<void(const ObjectPointer&)>& visit) const {
   for (const auto& informer : all_informers()) informer->cache().for_each(visit);
 }

@@ -52,6 +52,9 @@ class InformerSet final : public Runnable, public EventSource {
   // Null when the object is not cached, or its namespace is out of scope.
   ObjectPointer get(const ObjectKey& key) const;
   std::vector<ObjectPointer> list() const;
+  // The cached objects of one namespace, from its informer's namespace-ordered store (no scan of the
+  // other namespaces); empty when the namespace is out of scope.
+  std::vector<ObjectPointer> list(std::string_view namespace_name) const;
   // Every cached object, one parsed at a time (ObjectCache::for_each).
   void for_each(const std::function<void(const ObjectPointer&)>& visit) const;
   std::vector<ObjectKey> keys() const;

@@ -1,11 +1,13 @@
 // The controller builder on the real control plane: two controllers of one manager that watch the
 // same kind share one informer (one watch), each gets every key of its own kind, owned objects map to
-// their owner, and a leader-only runnable starts only once the caches are synced.
+// their owner, the builder hands out the cache it watches (listed by namespace), and a leader-only runnable
+// starts only once the caches are synced.
 #include <catch2/catch.hpp>
 
 #include <future>
 #include <mutex>
 #include <set>
+#include <stdexcept>
 
 #include "runtime/builder.h"
 #include "runtime/manager.h"
@@ -64,10 +66,12 @@ TEST_CASE("builder: controllers share informers, owns maps children to owners, l
   auto second = std::make_shared<Recording>();
   // Pods are owned by ConfigMaps here only in name: any kind can own any other.
   ControllerBuilder(manager, "first").for_kind(kube::resources::config_maps()).complete(first);
-  ControllerBuilder(manager, "second")
-      .for_kind(kube::resources::config_maps())
-      .owns(kube::resources::secrets())
-      .complete(second);
+  ControllerBuilder second_builder(manager, "second");
+  second_builder.for_kind(kube::resources::config_maps()).owns(kube::resources::secrets());
+  // What the reconciler would read: the controller's own cache of the kind, not a cache of its own.
+  const CacheReader secrets = second_builder.cache(kube::resources::secrets());
+  CHECK_THROWS_AS(second_builder.cache(kube::resources::namespaces()), std::logic_error);
+  second_builder.complete(second);
   CHECK(manager.informers().size() == 2);  // configmaps once for both, secrets
   auto leader_work = std::make_shared<LeaderWork>(manager);
   manager.add_runnable(leader_work);
@@ -93,6 +97,13 @@ metadata:
                          uid + R"(, controller: true}
 )");
   CHECK(eventually([&] { return second->saw(ns.name() + "/owner-of-child"); }));
+  // The reader lists one namespace from the cache the events came from; out of scope lists nothing.
+  CHECK(eventually([&] {
+    auto listed = secrets.list(ns.name());
+    return listed.size() == 1 && listed.front()->name() == "child";
+  }));
+  CHECK(secrets.get({ns.name(), "child"}) != nullptr);
+  CHECK(secrets.list("default").empty());
   CHECK_FALSE(first->saw(ns.name() + "/owner-of-child"));  // first does not own Secrets
   CHECK_FALSE(second->saw(ns.name() + "/child"));          // a child is never a key of its own
 
