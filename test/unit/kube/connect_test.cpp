@@ -13,20 +13,20 @@ using namespace myop::kube;
 namespace {
 
 // A kubeconfig file in a folder of its own, removed afterwards.
-class Kubeconfig {
+class KubeconfigFile {
  public:
-  explicit Kubeconfig(const std::string& content) {
+  explicit KubeconfigFile(const std::string& content) {
     std::random_device random;
     dir_ = fs::temp_directory_path() / ("myop-connect-test-" + std::to_string(random()));
     fs::create_directories(dir_);
     std::ofstream(path()) << content;
   }
-  ~Kubeconfig() {
+  ~KubeconfigFile() {
     std::error_code ignored;
     fs::remove_all(dir_, ignored);
   }
-  Kubeconfig(const Kubeconfig&) = delete;
-  Kubeconfig& operator=(const Kubeconfig&) = delete;
+  KubeconfigFile(const KubeconfigFile&) = delete;
+  KubeconfigFile& operator=(const KubeconfigFile&) = delete;
   std::string path() const { return (dir_ / "config").string(); }
 
  private:
@@ -55,7 +55,7 @@ ConfigSearch only(const std::string& path) {
 }  // namespace
 
 TEST_CASE("connect: a kubeconfig gives a client of its server, without a request", "[kube][connect]") {
-  Kubeconfig file(kubeconfig(""));
+  KubeconfigFile file(kubeconfig(""));
   auto connection = connect(only(file.path()), {}, "connect-test");
   REQUIRE(connection);
   CHECK(connection->config.server == "https://127.0.0.1:6443");
@@ -73,7 +73,7 @@ TEST_CASE("connect: each failure names what was looked at", "[kube][connect]") {
     CHECK_THAT(connection.error().message, Catch::Contains("/nonexistent/kubeconfig"));
   }
   SECTION("a certificate authority that is no certificate") {
-    Kubeconfig file(
+    KubeconfigFile file(
         kubeconfig("    certificate-authority-data: "
                    "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUJmYWtlCi0tLS0tRU5EIENFUlRJRklDQVRFLS0tLS0K\n"));
     auto connection = connect(only(file.path()), {}, "connect-test");
