@@ -273,7 +273,8 @@ std::optional<std::string> Manager::prepare_metrics_tls() {
   const std::filesystem::path folder(options_.metrics_cert_dir);
   const std::string certificate = (folder / options_.metrics_cert_name).string();
   const std::string key = (folder / options_.metrics_key_name).string();
-  auto watcher = std::make_shared<CertificateWatcher>(certificate, key, options_.metrics_cert_poll_interval);
+  auto watcher = std::make_shared<CertificateWatcher>(certificate, key, options_.metrics_cert_poll_interval,
+                                                      options_.clock);
   auto loaded = watcher->load();
   if (!loaded) return "--metrics-cert-dir: " + loaded.error().message;
   log_certificate(
@@ -322,8 +323,9 @@ void Manager::add_webhook(const std::string& path, HttpHandler handler) {
 std::optional<std::string> Manager::serve_webhooks(const std::stop_token& stop) {
   if (!options_.webhook_cert_dir.empty()) {
     const std::filesystem::path folder(options_.webhook_cert_dir);
-    auto watcher = std::make_shared<CertificateWatcher>(
-        (folder / "tls.crt").string(), (folder / "tls.key").string(), options_.metrics_cert_poll_interval);
+    auto watcher =
+        std::make_shared<CertificateWatcher>((folder / "tls.crt").string(), (folder / "tls.key").string(),
+                                             options_.metrics_cert_poll_interval, options_.clock);
     auto loaded = watcher->load();
     if (!loaded) return "--webhook-cert-dir: " + loaded.error().message;
     log_certificate(
