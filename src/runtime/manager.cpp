@@ -210,7 +210,7 @@ std::optional<std::string> Manager::webhook_readiness() {
   auto served = describe_served_certificate(*context);
   if (!served) return served.error().message;
   if (served->expired) return "its certificate expired (notAfter " + served->not_after + ")";
-  if (std::chrono::system_clock::now() < served->valid_from) return "its certificate is not valid yet";
+  if (options_.clock->wall_now() < served->valid_from) return "its certificate is not valid yet";
   return std::nullopt;
 }
 
@@ -354,7 +354,8 @@ std::optional<std::string> Manager::serve_webhooks(const std::stop_token& stop) 
       synced->changed.notify_all();
     });
     std::unique_lock lock(synced->mutex);
-    if (!synced->changed.wait_for(lock, stop, options_.cache_sync_timeout, [&] { return synced->done; }))
+    if (!options_.clock->wait_for(synced->changed, lock, stop, options_.cache_sync_timeout,
+                                  [&] { return synced->done; }))
       return stop.stop_requested() ? "stopped before the webhook had a certificate"
                                    : "no webhook certificate within " +
                                          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
