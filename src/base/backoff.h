@@ -32,6 +32,15 @@ struct BackoffSettings {
   JitterDirection jitter_direction = JitterDirection::down;
 };
 
+// The same wait after every failure: no growth, no jitter.
+inline BackoffSettings constant_backoff(Duration delay) {
+  BackoffSettings settings;
+  settings.initial = settings.maximum = delay;
+  settings.multiplier = 1.0;
+  settings.jitter = 0.0;
+  return settings;
+}
+
 class BackoffSchedule {
  public:
   // Sanitizes: jitter within [0, 1], multiplier at least 1 (never shrinks), maximum at least initial.

@@ -4,7 +4,6 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
-#include <thread>
 
 #include "kube/json_parser.h"
 #include "kube/object.h"
@@ -292,9 +291,10 @@ Result<ResourceType> Client::resource_for_kind(std::string_view group, std::stri
 
 Result<void> Client::wait_for_crd_established(std::string_view crd_name, std::chrono::milliseconds timeout,
                                               std::stop_token stop) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const base::Clock& clock = *transport_->clock();
+  const auto deadline = clock.now() + timeout;
   std::string last_problem = "not looked at yet";
-  while (std::chrono::steady_clock::now() < deadline) {
+  while (clock.now() < deadline) {
     if (stop.stop_requested())
       return make_error(Reason::Cancelled, "waiting for CRD " + std::string(crd_name) + " cancelled");
     auto crd = get(resources::custom_resource_definitions(), "", crd_name, {}, stop);
@@ -323,7 +323,7 @@ Result<void> Client::wait_for_crd_established(std::string_view crd_name, std::ch
       }
       if (all_served) return {};
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    clock.sleep_for(stop, std::chrono::milliseconds(250));
   }
   return make_error(Reason::Timeout, "CRD " + std::string(crd_name) + " was not Established within " +
                                          std::to_string(timeout.count()) + " ms: " + last_problem);

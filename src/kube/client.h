@@ -149,7 +149,8 @@ class Client {
   Result<ResourceType> resource_for_kind(std::string_view group, std::string_view version,
                                          std::string_view kind, std::stop_token stop = {});
 
-  // Polls the CRD until condition Established is True and its group version is served, or `timeout`.
+  // Polls the CRD (every 250 ms of the transport's clock) until condition Established is True and its
+  // group version is served, or `timeout`.
   Result<void> wait_for_crd_established(std::string_view crd_name, std::chrono::milliseconds timeout,
                                         std::stop_token stop = {});
 

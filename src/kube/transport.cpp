@@ -194,6 +194,7 @@ class HttpsTransport final : public Transport {
         server_backoff_(clock_, options_.retry.jitter) {}
 
   const std::string& host() const override { return host_; }
+  const std::shared_ptr<const base::Clock>& clock() const override { return clock_; }
 
   // One client span covers the request and its retries, when a span is current on this thread (a
   // reconcile's); the API server receives its context as a W3C traceparent header.

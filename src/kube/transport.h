@@ -89,6 +89,10 @@ class Transport {
 
   // "host:port" of the server, the `host` metric label.
   virtual const std::string& host() const = 0;
+
+  // The clock its deadlines and retry waits run on (TransportOptions::clock); whoever waits between
+  // requests on this transport (Client's polls) waits on it too. The real clock unless overridden.
+  virtual const std::shared_ptr<const base::Clock>& clock() const { return base::system_clock(); }
 };
 
 struct TransportOptions {

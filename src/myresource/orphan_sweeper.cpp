@@ -7,7 +7,19 @@
 namespace myop::myresource {
 
 OrphanSweeper::OrphanSweeper(std::shared_ptr<OrphanSweepCluster> cluster, OrphanSweeperOptions options)
-    : cluster_(std::move(cluster)), options_(std::move(options)) {
+    : cluster_(std::move(cluster)),
+      options_(std::move(options)),
+      // A pass that threw: the next one as usual.
+      runner_({.name = "orphan-sweep",
+               .first_delay = std::min(options_.first_delay, options_.period),
+               .period = options_.period,
+               .retry = base::constant_backoff(options_.period),
+               .needs_leader_election = true,
+               .clock = options_.clock},
+              [this](const std::stop_token& stop) {
+                sweep(stop);
+                return runtime::StepResult::ok();
+              }) {
   if (!options_.registry) options_.registry = std::make_shared<prometheus::Registry>();
   orphans_ = &prometheus::BuildCounter()
                   .Name("myoperator_orphans_total")
@@ -20,31 +32,9 @@ OrphanSweeper::OrphanSweeper(std::shared_ptr<OrphanSweepCluster> cluster, Orphan
 
 OrphanSweeper::~OrphanSweeper() { stop(); }
 
-void OrphanSweeper::start() {
-  if (thread_.joinable()) return;
-  thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
-}
+void OrphanSweeper::start() { runner_.start(); }
 
-void OrphanSweeper::stop() {
-  if (!thread_.joinable()) return;
-  thread_.request_stop();
-  wake_.notify_all();
-  thread_.join();
-  thread_ = {};
-}
-
-void OrphanSweeper::run(std::stop_token stop) {
-  auto delay = std::min(options_.first_delay, options_.period);
-  std::unique_lock lock(mutex_);
-  // Waits end early only when stop is requested.
-  while (!options_.clock->wait_for(wake_, lock, stop, delay, [] { return false; }) &&
-         !stop.stop_requested()) {
-    lock.unlock();
-    sweep(stop);
-    lock.lock();
-    delay = options_.period;
-  }
-}
+void OrphanSweeper::stop() { runner_.stop(); }
 
 SweepReport OrphanSweeper::sweep(std::stop_token stop) {
   SweepReport report;

@@ -12,15 +12,12 @@
 #include <prometheus/registry.h>
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <stop_token>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "base/clock.h"
@@ -30,6 +27,7 @@
 #include "myresource/orphans.h"
 #include "runtime/event_recorder.h"
 #include "runtime/object_key.h"
+#include "runtime/periodic_runner.h"
 #include "runtime/runnable.h"
 
 namespace myop::myresource {
@@ -78,19 +76,15 @@ class OrphanSweeper final : public runtime::Runnable {
   void start() override;
   void stop() override;
 
-  // One pass (the sweeper's thread calls it every period; tests call it directly).
+  // One pass (the runner calls it every period; tests call it directly).
   SweepReport sweep(std::stop_token stop);
 
  private:
-  void run(std::stop_token stop);
-
   std::shared_ptr<OrphanSweepCluster> cluster_;
   OrphanSweeperOptions options_;
   prometheus::Family<prometheus::Counter>* orphans_ = nullptr;
   std::set<std::string> reported_;  // UIDs already reported; sweep passes run one at a time
-  std::mutex mutex_;
-  std::condition_variable_any wake_;
-  std::jthread thread_;
+  runtime::PeriodicRunner runner_;  // last: stops before what a pass uses goes
 };
 
 }  // namespace myop::myresource

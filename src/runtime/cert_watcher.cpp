@@ -59,10 +59,19 @@ void CertificateReloadTracker::loaded(const std::string& digest) {
 void CertificateReloadTracker::refused(const std::string& digest) { refused_ = digest; }
 
 CertificateWatcher::CertificateWatcher(std::string certificate_path, std::string key_path,
-                                       std::chrono::milliseconds poll_interval)
+                                       std::chrono::milliseconds poll_interval,
+                                       std::shared_ptr<const base::Clock> clock)
     : certificate_path_(std::move(certificate_path)),
       key_path_(std::move(key_path)),
-      poll_interval_(poll_interval) {}
+      runner_({.name = "certificate reload",
+               .first_delay = poll_interval,
+               .period = poll_interval,
+               .retry = base::constant_backoff(poll_interval),
+               .clock = std::move(clock)},
+              [this](const std::stop_token&) {
+                poll();
+                return StepResult::ok();
+              }) {}
 
 CertificateWatcher::~CertificateWatcher() { stop(); }
 
@@ -130,33 +139,9 @@ bool CertificateWatcher::poll() {
   return true;
 }
 
-void CertificateWatcher::start() {
-  std::lock_guard lock(mutex_);
-  if (thread_.joinable()) return;
-  stopping_ = false;
-  thread_ = std::thread([this] {
-    std::unique_lock lock(mutex_);
-    while (!stopping_) {
-      if (wake_.wait_for(lock, poll_interval_, [this] { return stopping_; })) break;
-      lock.unlock();
-      try {
-        poll();
-      } catch (const std::exception& exception) {
-        log(spdlog::level::err, "Certificate reload failed", {{"error", exception.what()}});
-      }
-      lock.lock();
-    }
-  });
-}
+void CertificateWatcher::start() { runner_.start(); }
 
-void CertificateWatcher::stop() {
-  {
-    std::lock_guard lock(mutex_);
-    stopping_ = true;
-  }
-  wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+void CertificateWatcher::stop() { runner_.stop(); }
 
 std::shared_ptr<boost::asio::ssl::context> CertificateWatcher::tls_context() {
   std::lock_guard lock(mutex_);

@@ -8,13 +8,13 @@
 // load (half written, key of another certificate, garbage) is logged once and the previous pair
 // keeps being served; the next change is tried again.
 #include <chrono>
-#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 
+#include "base/clock.h"
 #include "kube/errors.h"
+#include "runtime/periodic_runner.h"
 #include "runtime/tls_certificate.h"
 #include "runtime/tls_context_provider.h"
 
@@ -36,8 +36,10 @@ class CertificateReloadTracker {
 
 class CertificateWatcher final : public TlsContextProvider {
  public:
+  // Polls every `poll_interval` of `clock`.
   CertificateWatcher(std::string certificate_path, std::string key_path,
-                     std::chrono::milliseconds poll_interval = std::chrono::seconds(5));
+                     std::chrono::milliseconds poll_interval = std::chrono::seconds(5),
+                     std::shared_ptr<const base::Clock> clock = base::system_clock());
   ~CertificateWatcher() override;
   CertificateWatcher(const CertificateWatcher&) = delete;
   CertificateWatcher& operator=(const CertificateWatcher&) = delete;
@@ -62,15 +64,12 @@ class CertificateWatcher final : public TlsContextProvider {
 
   const std::string certificate_path_;
   const std::string key_path_;
-  const std::chrono::milliseconds poll_interval_;
   mutable std::mutex mutex_;
   std::shared_ptr<boost::asio::ssl::context> context_;
   CertificateDescription current_;
   CertificateReloadTracker tracker_;  // used by the polling thread only (and load() before it)
   std::string last_read_error_;
-  std::condition_variable wake_;
-  bool stopping_ = false;
-  std::thread thread_;
+  PeriodicRunner runner_;  // last: stops before what a poll uses goes
 };
 
 }  // namespace myop::runtime

@@ -28,15 +28,29 @@ rapidjson::Document lease_body(const LeaderElectionOptions& options, const std::
   return lease_document(options.namespace_name, record);
 }
 
+LeaderElectionOptions with_defaults(LeaderElectionOptions options) {
+  if (options.name.empty() || options.namespace_name.empty()) {
+    throw std::invalid_argument("LeaderElectionOptions: the Lease's namespace_name and name are required");
+  }
+  if (options.identity.empty()) options.identity = default_holder_identity();
+  if (!options.clock) options.clock = base::system_clock();
+  return options;
+}
+
 }  // namespace
 
 LeaseLeaderElector::LeaseLeaderElector(std::shared_ptr<kube::Client> client, LeaderElectionOptions options)
-    : client_(std::move(client)), options_(std::move(options)) {
-  if (options_.name.empty() || options_.namespace_name.empty()) {
-    throw std::invalid_argument("LeaderElectionOptions: the Lease's namespace_name and name are required");
-  }
-  if (options_.identity.empty()) options_.identity = default_holder_identity();
-  if (!options_.clock) options_.clock = base::system_clock();
+    : client_(std::move(client)),
+      options_(with_defaults(std::move(options))),
+      // The renew deadline, less half a retry period: the replica stops writing before it passes.
+      watchdog_("leader Lease renew deadline", options_.renew_deadline - options_.retry_period / 2,
+                options_.clock, [this] { lose("no successful renewal within the renew deadline"); }),
+      renewer_({.name = "leader Lease renewal",
+                .first_delay = options_.retry_period,
+                .period = options_.retry_period,
+                .retry = base::constant_backoff(options_.retry_period),
+                .clock = options_.clock},
+               [this](const std::stop_token& stop) { return renew(stop); }) {
   if (options_.registry) {
     master_status_ = &prometheus::BuildGauge()
                           .Name("leader_election_master_status")
@@ -48,16 +62,11 @@ LeaseLeaderElector::LeaseLeaderElector(std::shared_ptr<kube::Client> client, Lea
 }
 
 LeaseLeaderElector::~LeaseLeaderElector() {
-  if (renew_thread_.joinable()) {
-    renew_thread_.request_stop();
-    renew_thread_.join();
-  }
+  renewer_.stop();
+  watchdog_.stop();
 }
 
-void LeaseLeaderElector::on_lost(std::function<void()> callback) {
-  std::lock_guard lock(mutex_);
-  on_lost_ = std::move(callback);
-}
+void LeaseLeaderElector::on_lost(std::function<void()> callback) { on_lost_.set(std::move(callback)); }
 
 void LeaseLeaderElector::set_leading(bool leading) {
   leading_ = leading;
@@ -71,9 +80,7 @@ Duration LeaseLeaderElector::jittered(Duration period) {
 }
 
 bool LeaseLeaderElector::may_write() const {
-  if (!leading_ || lost_) return false;
-  std::lock_guard lock(mutex_);
-  return options_.clock->now() - last_renew_ < options_.renew_deadline - options_.retry_period / 2;
+  return leading_ && !lost_ && !watchdog_.overdue(options_.clock->now());
 }
 
 LeaseLeaderElector::Attempt LeaseLeaderElector::try_acquire_or_renew(std::stop_token stop) {
@@ -148,15 +155,14 @@ bool LeaseLeaderElector::acquire(std::stop_token stop) {
       {{"lease", options_.namespace_name + "/" + options_.name}, {"identity", options_.identity}});
   while (!stop.stop_requested()) {
     if (try_acquire_or_renew(stop) == Attempt::acquired) {
-      {
-        std::lock_guard lock(mutex_);
-        last_renew_ = options_.clock->now();
-      }
+      watchdog_.renewed(options_.clock->now());
       lost_ = false;
       set_leading(true);
       log(spdlog::level::info, "Acquired the leader Lease",
           {{"lease", options_.namespace_name + "/" + options_.name}, {"identity", options_.identity}});
-      renew_thread_ = std::jthread([this](std::stop_token renew_stop) { renew_loop(renew_stop); });
+      renewer_.start();
+      // It must fire even while a renewal request hangs.
+      watchdog_.start();
       return true;
     }
     options_.clock->sleep_for(stop, jittered(options_.retry_period));
@@ -175,57 +181,32 @@ void LeaseLeaderElector::lose(const std::string& why) {
       {{"lease", options_.namespace_name + "/" + options_.name},
        {"identity", options_.identity},
        {"reason", why}});
-  std::function<void()> callback;
-  {
-    std::lock_guard lock(mutex_);
-    callback = on_lost_;
-  }
-  if (callback) callback();
+  on_lost_();
 }
 
-void LeaseLeaderElector::renew_loop(std::stop_token stop) {
-  const Duration give_up_after = options_.renew_deadline - options_.retry_period / 2;
-  // A watchdog for the renew deadline: it must fire even while a renewal request hangs.
-  std::jthread deadline_watch([this, give_up_after](std::stop_token watch_stop) {
-    while (!watch_stop.stop_requested() && !lost_) {
-      TimePoint last;
-      {
-        std::lock_guard state_lock(mutex_);
-        last = last_renew_;
-      }
-      const TimePoint give_up_at = last + give_up_after;
-      if (options_.clock->now() >= give_up_at) {
-        lose("no successful renewal within the renew deadline");
-        return;
-      }
-      // Until the deadline of the last renewal seen; a renewal meanwhile moves it, checked on waking.
-      options_.clock->sleep_until(watch_stop, give_up_at);
-    }
-  });
-  while (!stop.stop_requested() && !lost_) {
-    options_.clock->sleep_for(stop, options_.retry_period);
-    if (stop.stop_requested() || lost_) break;
-    std::stop_source attempt;
-    {
-      std::lock_guard lock(mutex_);
-      attempt_stop_ = attempt;
-    }
-    std::stop_callback forward(stop, [&attempt] { attempt.request_stop(); });
-    const Attempt result = try_acquire_or_renew(attempt.get_token());
-    if (result == Attempt::acquired) {
-      std::lock_guard lock(mutex_);
-      last_renew_ = options_.clock->now();
-    } else if (result == Attempt::held_by_other) {
-      lose("another replica holds the Lease");
-    }
+StepResult LeaseLeaderElector::renew(const std::stop_token& stop) {
+  if (lost_) return StepResult::done();
+  // Its own stop: lose() cancels a renewal in flight.
+  std::stop_source attempt;
+  {
+    std::lock_guard lock(mutex_);
+    attempt_stop_ = attempt;
   }
+  std::stop_callback forward(stop, [&attempt] { attempt.request_stop(); });
+  const Attempt result = try_acquire_or_renew(attempt.get_token());
+  if (result == Attempt::held_by_other) {
+    lose("another replica holds the Lease");
+    return StepResult::done();
+  }
+  if (lost_) return StepResult::done();
+  if (result != Attempt::acquired) return StepResult::retry();
+  watchdog_.renewed(options_.clock->now());
+  return StepResult::ok();
 }
 
 void LeaseLeaderElector::release() {
-  if (renew_thread_.joinable()) {
-    renew_thread_.request_stop();
-    renew_thread_.join();
-  }
+  renewer_.stop();
+  watchdog_.stop();
   if (!leading_ || lost_) return;
   set_leading(false);
   const auto type = kube::resources::leases();

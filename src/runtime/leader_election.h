@@ -22,12 +22,13 @@
 #include <random>
 #include <stop_token>
 #include <string>
-#include <thread>
 
 #include "base/clock.h"
 #include "kube/client.h"
 #include "runtime/clock.h"
 #include "runtime/leader_elector.h"
+#include "runtime/lease_watchdog.h"
+#include "runtime/periodic_runner.h"
 
 namespace myop::runtime {
 
@@ -60,7 +61,8 @@ class LeaseLeaderElector final : public LeaderElector {
  private:
   enum class Attempt { acquired, held_by_other, failed };
   Attempt try_acquire_or_renew(std::stop_token stop);
-  void renew_loop(std::stop_token stop);
+  // One renewal, every retry_period while leading.
+  StepResult renew(const std::stop_token& stop);
   void lose(const std::string& why);
   void set_leading(bool leading);
   Duration jittered(Duration period);
@@ -72,16 +74,17 @@ class LeaseLeaderElector final : public LeaderElector {
   mutable std::mutex mutex_;
   std::atomic<bool> leading_{false};
   std::atomic<bool> lost_{false};
-  TimePoint last_renew_{};
   // What we last saw of the Lease, and when (our clock) it last changed.
   std::string observed_holder_;
   std::string observed_renew_time_;
   TimePoint observed_at_{};
   int observed_transitions_ = 0;
-  std::function<void()> on_lost_;
+  LostCallback on_lost_;
   std::stop_source attempt_stop_;
   std::mt19937_64 random_{std::random_device{}()};
-  std::jthread renew_thread_;
+  // Last: they stop before what they use goes.
+  LeaseWatchdog watchdog_;
+  PeriodicRunner renewer_;
 };
 
 }  // namespace myop::runtime

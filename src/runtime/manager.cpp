@@ -210,7 +210,7 @@ std::optional<std::string> Manager::webhook_readiness() {
   auto served = describe_served_certificate(*context);
   if (!served) return served.error().message;
   if (served->expired) return "its certificate expired (notAfter " + served->not_after + ")";
-  if (std::chrono::system_clock::now() < served->valid_from) return "its certificate is not valid yet";
+  if (options_.clock->wall_now() < served->valid_from) return "its certificate is not valid yet";
   return std::nullopt;
 }
 
@@ -273,7 +273,8 @@ std::optional<std::string> Manager::prepare_metrics_tls() {
   const std::filesystem::path folder(options_.metrics_cert_dir);
   const std::string certificate = (folder / options_.metrics_cert_name).string();
   const std::string key = (folder / options_.metrics_key_name).string();
-  auto watcher = std::make_shared<CertificateWatcher>(certificate, key, options_.metrics_cert_poll_interval);
+  auto watcher = std::make_shared<CertificateWatcher>(certificate, key, options_.metrics_cert_poll_interval,
+                                                      options_.clock);
   auto loaded = watcher->load();
   if (!loaded) return "--metrics-cert-dir: " + loaded.error().message;
   log_certificate(
@@ -322,8 +323,9 @@ void Manager::add_webhook(const std::string& path, HttpHandler handler) {
 std::optional<std::string> Manager::serve_webhooks(const std::stop_token& stop) {
   if (!options_.webhook_cert_dir.empty()) {
     const std::filesystem::path folder(options_.webhook_cert_dir);
-    auto watcher = std::make_shared<CertificateWatcher>(
-        (folder / "tls.crt").string(), (folder / "tls.key").string(), options_.metrics_cert_poll_interval);
+    auto watcher =
+        std::make_shared<CertificateWatcher>((folder / "tls.crt").string(), (folder / "tls.key").string(),
+                                             options_.metrics_cert_poll_interval, options_.clock);
     auto loaded = watcher->load();
     if (!loaded) return "--webhook-cert-dir: " + loaded.error().message;
     log_certificate(
@@ -352,7 +354,8 @@ std::optional<std::string> Manager::serve_webhooks(const std::stop_token& stop) 
       synced->changed.notify_all();
     });
     std::unique_lock lock(synced->mutex);
-    if (!synced->changed.wait_for(lock, stop, options_.cache_sync_timeout, [&] { return synced->done; }))
+    if (!options_.clock->wait_for(synced->changed, lock, stop, options_.cache_sync_timeout,
+                                  [&] { return synced->done; }))
       return stop.stop_requested() ? "stopped before the webhook had a certificate"
                                    : "no webhook certificate within " +
                                          std::to_string(std::chrono::duration_cast<std::chrono::seconds>(

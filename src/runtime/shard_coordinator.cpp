@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <initializer_list>
 #include <set>
 #include <stdexcept>
+#include <thread>
 #include <utility>
 
 #if defined(__GLIBC__)
@@ -20,15 +20,6 @@ namespace myop::runtime {
 
 namespace {
 
-void stop_and_join(std::initializer_list<std::jthread*> threads) {
-  for (auto* thread : threads) {
-    if (thread->joinable()) {
-      thread->request_stop();
-      thread->join();
-    }
-  }
-}
-
 // A stop token that fires after `timeout` on `clock` (while the returned thread lives).
 std::pair<std::shared_ptr<std::stop_source>, std::jthread> timeout_source(const base::Clock& clock,
                                                                           Duration timeout) {
@@ -41,6 +32,29 @@ std::pair<std::shared_ptr<std::stop_source>, std::jthread> timeout_source(const 
 
 int whole_seconds(Duration duration) {
   return static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(duration).count());
+}
+
+ShardingOptions with_defaults(ShardingOptions options) {
+  if (options.namespace_name.empty() || options.name.empty()) {
+    throw std::invalid_argument("ShardingOptions: the Leases' namespace_name and name are required");
+  }
+  if (options.renew_deadline >= options.lease_duration) {
+    throw std::invalid_argument("ShardingOptions: renew_deadline must be shorter than lease_duration");
+  }
+  if (options.identity.empty()) options.identity = default_holder_identity();
+  if (!options.clock) options.clock = base::system_clock();
+  return options;
+}
+
+PeriodicRunnerOptions every_retry_period(std::string name, const ShardingOptions& options,
+                                         Duration first_delay) {
+  PeriodicRunnerOptions schedule;
+  schedule.name = std::move(name);
+  schedule.first_delay = first_delay;
+  schedule.period = options.retry_period;
+  schedule.retry = base::constant_backoff(options.retry_period);
+  schedule.clock = options.clock;
+  return schedule;
 }
 
 }  // namespace
@@ -90,16 +104,14 @@ ShardCoordinator::ShardCoordinator(std::shared_ptr<kube::Client> client, Informe
     : client_(std::move(client)),
       informers_(informers),
       gate_(std::move(gate)),
-      options_(std::move(options)),
-      slots_(static_cast<std::size_t>(gate_->slot_count())) {
-  if (options_.namespace_name.empty() || options_.name.empty()) {
-    throw std::invalid_argument("ShardingOptions: the Leases' namespace_name and name are required");
-  }
-  if (options_.renew_deadline >= options_.lease_duration) {
-    throw std::invalid_argument("ShardingOptions: renew_deadline must be shorter than lease_duration");
-  }
-  if (options_.identity.empty()) options_.identity = default_holder_identity();
-  if (!options_.clock) options_.clock = base::system_clock();
+      options_(with_defaults(std::move(options))),
+      slots_(static_cast<std::size_t>(gate_->slot_count())),
+      watchdog_("shard member Lease renew deadline", give_up_after(), options_.clock,
+                [this] { lose("no successful renewal of the member Lease within the renew deadline"); }),
+      renewer_(every_retry_period("shard member Lease renewal", options_, options_.retry_period),
+               [this](const std::stop_token& stop) { return renew_member(stop); }),
+      worker_(every_retry_period("shard coordinator", options_, Duration::zero()),
+              [this](const std::stop_token& stop) { return work(stop); }) {
   InformerScope scope;
   scope.namespaces = {options_.namespace_name};
   scope.label_selector = options_.group_label + "=" + options_.name;
@@ -126,7 +138,11 @@ ShardCoordinator::ShardCoordinator(std::shared_ptr<kube::Client> client, Informe
   }
 }
 
-ShardCoordinator::~ShardCoordinator() { stop_and_join({&work_thread_, &deadline_thread_, &renew_thread_}); }
+ShardCoordinator::~ShardCoordinator() {
+  worker_.stop();
+  watchdog_.stop();
+  renewer_.stop();
+}
 
 std::string ShardCoordinator::member_lease_name(const std::string& identity) const {
   char hash[17];
@@ -148,18 +164,9 @@ LeaseRecord ShardCoordinator::new_record(const std::string& name) const {
   return record;
 }
 
-void ShardCoordinator::on_lost(std::function<void()> callback) {
-  std::lock_guard lock(mutex_);
-  on_lost_ = std::move(callback);
-}
+void ShardCoordinator::on_lost(std::function<void()> callback) { on_lost_.set(std::move(callback)); }
 
-void ShardCoordinator::wake() {
-  {
-    std::lock_guard lock(mutex_);
-    woken_ = true;
-  }
-  wake_.notify_all();
-}
+void ShardCoordinator::wake() { worker_.trigger(); }
 
 Duration ShardCoordinator::give_up_after() const {
   return options_.renew_deadline - options_.retry_period / 2;
@@ -171,9 +178,7 @@ bool ShardCoordinator::renew(std::stop_token stop) {
   if (joined_) {
     // Woken past the deadline (a paused process): renewing now would make others believe in a member
     // that has already stopped.
-    std::unique_lock lock(mutex_);
-    if (sent - last_renew_ >= give_up_after()) {
-      lock.unlock();
+    if (watchdog_.overdue(sent)) {
       lose("no successful renewal of the member Lease within the renew deadline");
       return false;
     }
@@ -211,9 +216,9 @@ bool ShardCoordinator::renew(std::stop_token stop) {
     std::lock_guard lock(mutex_);
     member_resource_version_ = std::string(kube::ObjectView(written.value()).resource_version());
     member_acquire_time_ = record.acquire_time;
-    // From when it was sent: the others saw it no earlier than that.
-    last_renew_ = sent;
   }
+  // From when it was sent: the others saw it no earlier than that.
+  watchdog_.renewed(sent);
   gate_->extend_deadline(sent + give_up_after());
   return true;
 }
@@ -226,34 +231,19 @@ bool ShardCoordinator::start(std::stop_token stop) {
   }
   joined_ = true;
   joined_at_ = options_.clock->now();
-  renew_thread_ = std::jthread([this](std::stop_token renew_stop) { renew_loop(renew_stop); });
-  // A watchdog for the renew deadline: it must fire even while a renewal request hangs.
-  deadline_thread_ = std::jthread([this](std::stop_token watch_stop) {
-    const Duration give_up_after = this->give_up_after();
-    while (!watch_stop.stop_requested() && !lost_) {
-      TimePoint last;
-      {
-        std::lock_guard lock(mutex_);
-        last = last_renew_;
-      }
-      const TimePoint give_up_at = last + give_up_after;
-      if (options_.clock->now() >= give_up_at) {
-        lose("no successful renewal of the member Lease within the renew deadline");
-        return;
-      }
-      options_.clock->sleep_until(watch_stop, give_up_at);
-    }
-  });
-  work_thread_ = std::jthread([this](std::stop_token work_stop) { work_loop(work_stop); });
+  renewer_.start();
+  // It must fire even while a renewal request hangs.
+  watchdog_.start();
+  worker_.start();
   return true;
 }
 
-void ShardCoordinator::renew_loop(std::stop_token stop) {
-  while (!stop.stop_requested() && !lost_) {
-    if (!options_.clock->sleep_for(stop, options_.retry_period)) break;
-    // A renewal that hangs is cut at the deadline by the watchdog's loss; this one is cancelled then.
-    renew(stop);
-  }
+StepResult ShardCoordinator::renew_member(const std::stop_token& stop) {
+  if (lost_) return StepResult::done();
+  // A renewal that hangs is cut at the deadline by the watchdog's loss; this one is cancelled then.
+  const bool renewed = renew(stop);
+  if (lost_) return StepResult::done();
+  return renewed ? StepResult::ok() : StepResult::retry();
 }
 
 void ShardCoordinator::lose(const std::string& why) {
@@ -264,23 +254,14 @@ void ShardCoordinator::lose(const std::string& why) {
       {{"group", options_.namespace_name + "/" + options_.name},
        {"identity", options_.identity},
        {"reason", why}});
-  std::function<void()> callback;
-  {
-    std::lock_guard lock(mutex_);
-    callback = on_lost_;
-  }
   wake();
-  if (callback) callback();
+  on_lost_();
 }
 
-void ShardCoordinator::work_loop(std::stop_token stop) {
-  while (!stop.stop_requested() && !lost_) {
-    step(stop);
-    std::unique_lock lock(mutex_);
-    options_.clock->wait_for(wake_, lock, stop, options_.retry_period,
-                             [this] { return woken_ || lost_.load(); });
-    woken_ = false;
-  }
+StepResult ShardCoordinator::work(const std::stop_token& stop) {
+  if (lost_) return StepResult::done();
+  step(stop);
+  return lost_ ? StepResult::done() : StepResult::ok();
 }
 
 void ShardCoordinator::start_caches(int slot) {
@@ -496,9 +477,10 @@ void ShardCoordinator::step(std::stop_token stop) {
 }
 
 void ShardCoordinator::stop(Duration grace) {
-  stop_and_join({&work_thread_});
+  worker_.stop();
   if (!joined_ || lost_) {
-    stop_and_join({&deadline_thread_, &renew_thread_});
+    watchdog_.stop();
+    renewer_.stop();
     // Lost: our slots stay ours on paper until our membership expires in the others' eyes, which
     // deleting the member Lease does not shorten (they judge by the renewals they saw); it only lets
     // them plan without us at once. Best effort: the API server may be what we lost.
@@ -519,7 +501,8 @@ void ShardCoordinator::stop(Duration grace) {
   timer.request_stop();
   gate_->close();
   if (slots_owned_) slots_owned_->Set(0);
-  stop_and_join({&deadline_thread_, &renew_thread_});
+  watchdog_.stop();
+  renewer_.stop();
   if (all_freed) {
     kube::DeleteOptions options;
     std::lock_guard lock(mutex_);

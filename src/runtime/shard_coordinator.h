@@ -27,7 +27,6 @@
 #include <prometheus/registry.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
@@ -35,7 +34,6 @@
 #include <optional>
 #include <stop_token>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/clock.h"
@@ -43,6 +41,8 @@
 #include "runtime/clock.h"
 #include "runtime/informer_registry.h"
 #include "runtime/lease_record.h"
+#include "runtime/lease_watchdog.h"
+#include "runtime/periodic_runner.h"
 #include "runtime/shard_gate.h"
 
 namespace myop::runtime {
@@ -134,9 +134,11 @@ class ShardCoordinator {
   };
 
   Duration give_up_after() const;
-  void renew_loop(std::stop_token stop);
   bool renew(std::stop_token stop);
-  void work_loop(std::stop_token stop);
+  // The renewer's step, every retry_period.
+  StepResult renew_member(const std::stop_token& stop);
+  // The worker's step, every retry_period and whenever a Lease or a slot's caches change (wake()).
+  StepResult work(const std::stop_token& stop);
   void step(std::stop_token stop);
   bool try_acquire(int slot, const std::optional<LeaseRecord>& lease, TimePoint now, std::stop_token stop);
   bool release(int slot, std::stop_token stop);
@@ -163,15 +165,12 @@ class ShardCoordinator {
   prometheus::Histogram* handover_seconds_ = nullptr;
 
   mutable std::mutex mutex_;
-  std::condition_variable_any wake_;
-  bool woken_ = false;
-  std::function<void()> on_lost_;
+  LostCallback on_lost_;
   std::atomic<bool> lost_{false};
   std::atomic<bool> joined_{false};
   TimePoint joined_at_{};  // set by start() before the work thread runs; read by it only
   // The slot table in force (index = slot); empty until the first one. Work thread only.
   std::vector<std::string> assignment_;
-  TimePoint last_renew_{};
   std::string member_resource_version_;
   std::string member_acquire_time_;
 
@@ -179,9 +178,10 @@ class ShardCoordinator {
   MemberLiveness liveness_;
   std::vector<Slot> slots_;
 
-  std::jthread renew_thread_;
-  std::jthread deadline_thread_;
-  std::jthread work_thread_;
+  // Last: they stop before what they use goes.
+  LeaseWatchdog watchdog_;
+  PeriodicRunner renewer_;
+  PeriodicRunner worker_;
 };
 
 }  // namespace myop::runtime

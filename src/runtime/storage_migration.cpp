@@ -65,7 +65,13 @@ std::string_view result_name(MigrationResult result) {
 
 StorageVersionMigrator::StorageVersionMigrator(StorageVersionMigratorOptions options)
     : options_(std::move(options)),
-      bucket_(options_.qps, options_.burst, options_.clock ? options_.clock : base::system_clock()) {
+      bucket_(options_.qps, options_.burst, options_.clock ? options_.clock : base::system_clock()),
+      runner_({.name = "storage version migration",
+               .period = options_.check_interval,
+               .retry = base::constant_backoff(options_.retry_interval),
+               .needs_leader_election = true,
+               .clock = options_.clock},
+              [this](const std::stop_token& stop) { return step(stop); }) {
   if (options_.field_manager.empty())
     throw std::invalid_argument("StorageVersionMigratorOptions::field_manager is required");
   if (!options_.clock) options_.clock = base::system_clock();
@@ -92,42 +98,32 @@ StorageVersionMigrator::StorageVersionMigrator(StorageVersionMigratorOptions opt
 
 StorageVersionMigrator::~StorageVersionMigrator() { stop(); }
 
-void StorageVersionMigrator::start() {
-  thread_ = std::jthread([this](const std::stop_token& stop) { run(stop); });
-}
+void StorageVersionMigrator::start() { runner_.start(); }
 
-void StorageVersionMigrator::stop() {
-  if (thread_.joinable()) {
-    thread_.request_stop();
-    thread_.join();
-  }
-}
+void StorageVersionMigrator::stop() { runner_.stop(); }
 
-void StorageVersionMigrator::run(const std::stop_token& stop) {
-  while (!stop.stop_requested()) {
-    const auto report = migrate(stop);
-    if (stop.stop_requested()) break;
-    Duration wait = options_.retry_interval;
-    switch (report.result) {
-      case MigrationResult::not_needed:
-      case MigrationResult::trimmed:
-        wait = options_.check_interval;
-        break;
-      case MigrationResult::crd_changed:
-        wait = Duration::zero();  // a pass ends so only when the CRD changed: no loop without changes
-        break;
-      case MigrationResult::interrupted:
-        log(spdlog::level::warn, "Storage version migration interrupted; it resumes where it stopped",
-            {{"crd", options_.crd_name},
-             {"error", report.error ? report.error->to_string() : std::string()},
-             {"retryInSeconds", std::to_string(options_.retry_interval.count())}});
-        break;
-      case MigrationResult::refused:
-      case MigrationResult::not_the_migrator:
-        break;
-    }
-    options_.clock->sleep_for(stop, wait);
+StepResult StorageVersionMigrator::step(const std::stop_token& stop) {
+  const auto report = migrate(stop);
+  switch (report.result) {
+    case MigrationResult::not_needed:
+    case MigrationResult::trimmed:
+      return StepResult::ok();  // check_interval
+    case MigrationResult::crd_changed:
+      return StepResult::after(
+          Duration::zero());  // a pass ends so only when the CRD changed: no loop without changes
+    case MigrationResult::interrupted:
+      if (stop.stop_requested()) return StepResult::done();
+      log(spdlog::level::warn, "Storage version migration interrupted; it resumes where it stopped",
+          {{"crd", options_.crd_name},
+           {"error", report.error ? report.error->to_string() : std::string()},
+           {"retryInSeconds", std::to_string(options_.retry_interval.count())}});
+      return StepResult::retry();  // retry_interval
+    case MigrationResult::refused:
+      return StepResult::retry();
+    case MigrationResult::not_the_migrator:
+      return StepResult::after(options_.retry_interval);
   }
+  return StepResult::retry();
 }
 
 kube::Result<CrdStorage> StorageVersionMigrator::read_crd(const std::stop_token& stop) {

@@ -52,7 +52,6 @@
 #include <optional>
 #include <stop_token>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/clock.h"
@@ -60,6 +59,7 @@
 #include "kube/client.h"
 #include "runtime/event_recorder.h"
 #include "runtime/leader_election.h"
+#include "runtime/periodic_runner.h"
 #include "runtime/runnable.h"
 #include "runtime/shard_gate.h"
 #include "runtime/storage_migration_plan.h"
@@ -147,12 +147,13 @@ class StorageVersionMigrator final : public Runnable {
   bool needs_leader_election() const override { return true; }
   void on_synced(std::function<void()> callback) override { callback(); }
 
-  // Works until the pass ends (or stops, see MigrationResult). Called by the migrator's own thread
-  // once started; one caller at a time.
+  // Works until the pass ends (or stops, see MigrationResult). Called by the migrator's runner once
+  // started; one caller at a time.
   MigrationReport migrate(const std::stop_token& stop = {});
 
  private:
-  void run(const std::stop_token& stop);
+  // migrate(), and when the next call comes: check_interval, retry_interval or at once.
+  StepResult step(const std::stop_token& stop);
   MigrationReport migrate_once(const std::stop_token& stop);
   kube::Result<CrdStorage> read_crd(const std::stop_token& stop);
   // Lists the objects of a new pass into progress_.
@@ -175,7 +176,7 @@ class StorageVersionMigrator final : public Runnable {
   prometheus::Family<prometheus::Counter>* objects_ = nullptr;
   prometheus::Gauge* pending_ = nullptr;
   prometheus::Gauge* refused_ = nullptr;
-  std::jthread thread_;
+  PeriodicRunner runner_;  // last: stops before what a pass uses goes
 };
 
 }  // namespace myop::runtime

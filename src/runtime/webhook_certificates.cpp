@@ -61,33 +61,36 @@ kube::Object secret_with(const rapidjson::Value* secret, const std::string& name
   return object;
 }
 
+WebhookCertificateManagerOptions with_defaults(WebhookCertificateManagerOptions options) {
+  if (options.ca_secret_name.empty()) options.ca_secret_name = options.secret_name + "-ca";
+  if (!options.clock) options.clock = base::system_clock();
+  if (!options.now) options.now = [clock = options.clock] { return clock->wall_now(); };
+  return options;
+}
+
 }  // namespace
 
 WebhookCertificateManager::WebhookCertificateManager(WebhookCertificateManagerOptions options)
-    : options_(std::move(options)),
+    : options_(with_defaults(std::move(options))),
       identity_{options_.secret_namespace, options_.service_name, options_.settings.names},
-      metrics_(options_.registry.get(), options_.metrics_prefix) {
+      metrics_(options_.registry.get(), options_.metrics_prefix),
+      runner_({.name = "webhook certificates",
+               .period = options_.check_interval,
+               .retry = base::constant_backoff(options_.retry_interval),
+               .clock = options_.clock},
+              [this](const std::stop_token&) { return step(); }) {
   if (options_.managed_by.empty() || options_.settings.organization.empty() ||
       options_.settings.ca_name.empty())
     throw std::invalid_argument(
         "WebhookCertificateManagerOptions: managed_by, settings.organization and settings.ca_name are "
         "required");
-  if (options_.ca_secret_name.empty()) options_.ca_secret_name = options_.secret_name + "-ca";
 }
 
 WebhookCertificateManager::~WebhookCertificateManager() { stop(); }
 
-void WebhookCertificateManager::start() {
-  thread_ = std::jthread([this](const std::stop_token& stop) { run(stop); });
-}
+void WebhookCertificateManager::start() { runner_.start(); }
 
-void WebhookCertificateManager::stop() {
-  if (thread_.joinable()) {
-    thread_.request_stop();
-    wake_.notify_all();
-    thread_.join();
-  }
-}
+void WebhookCertificateManager::stop() { runner_.stop(); }
 
 bool WebhookCertificateManager::has_synced() const {
   std::lock_guard lock(mutex_);
@@ -116,16 +119,12 @@ std::optional<std::string> WebhookCertificateManager::problem() const {
   return problem_;
 }
 
-void WebhookCertificateManager::run(const std::stop_token& stop) {
-  while (!stop.stop_requested()) {
-    const auto failed = check();
-    if (failed)
-      log(spdlog::level::err, "Cannot keep the webhook certificates current",
-          {{"secret", options_.secret_namespace + "/" + options_.secret_name}, {"error", *failed}});
-    std::unique_lock lock(mutex_);
-    wake_.wait_for(lock, stop, failed ? options_.retry_interval : options_.check_interval,
-                   [] { return false; });
-  }
+StepResult WebhookCertificateManager::step() {
+  const auto failed = check();
+  if (!failed) return StepResult::ok();
+  log(spdlog::level::err, "Cannot keep the webhook certificates current",
+      {{"secret", options_.secret_namespace + "/" + options_.secret_name}, {"error", *failed}});
+  return StepResult::retry();
 }
 
 std::optional<std::string> WebhookCertificateManager::check() {

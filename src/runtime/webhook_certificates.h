@@ -24,18 +24,18 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "kube/client.h"
 #include "runtime/ca_bundle_owner.h"
+#include "runtime/periodic_runner.h"
 #include "runtime/runnable.h"
 #include "runtime/tls_certificate.h"
 #include "runtime/tls_context_provider.h"
@@ -68,9 +68,9 @@ struct WebhookCertificateManagerOptions {
   // Metrics <metrics_prefix>_... on `registry` (null: none).
   std::shared_ptr<prometheus::Registry> registry;
   std::string metrics_prefix = "webhook_certificate";
-  std::function<std::chrono::system_clock::time_point()> now = [] {
-    return std::chrono::system_clock::now();
-  };
+  // The checks run on it; certificates are judged by its wall time unless `now` is set.
+  std::shared_ptr<const base::Clock> clock = base::system_clock();
+  std::function<std::chrono::system_clock::time_point()> now;
 };
 
 // Keeps the Secrets and the CRDs' caBundle current and serves the serving Secret's pair. A Runnable
@@ -110,13 +110,13 @@ class WebhookCertificateManager final : public Runnable, public TlsContextProvid
   kube::Result<WebhookCertificates> renew_stored();
   std::optional<std::string> ensure_ca_bundle(const std::string& crd_name, const std::string& ca_bundle);
   void serve(const WebhookCertificates& certificates);
-  void run(const std::stop_token& stop);
+  // check() every check_interval, every retry_interval after a failure.
+  StepResult step();
 
   WebhookCertificateManagerOptions options_;
   WebhookIdentity identity_;
   WebhookCertificateMetrics metrics_;
   mutable std::mutex mutex_;
-  std::condition_variable_any wake_;
   std::shared_ptr<boost::asio::ssl::context> context_;
   std::string served_certificate_;
   std::string problem_ = "no certificate served yet";
@@ -124,7 +124,7 @@ class WebhookCertificateManager final : public Runnable, public TlsContextProvid
   // Per CRD, the target of a clientConfig that is not this operator's, last logged (check() only).
   std::map<std::string, std::string> crds_left_alone_;
   std::string published_bundle_;  // the ca.crt every owned CRD was last seen to carry (check() only)
-  std::jthread thread_;
+  PeriodicRunner runner_;         // last: stops before what a check uses goes
 };
 
 }  // namespace myop::runtime

@@ -10,7 +10,8 @@ namespace myop::trace {
 
 BatchSpanProcessor::BatchSpanProcessor(std::shared_ptr<SpanExporter> exporter, BatchOptions options,
                                        prometheus::Registry* registry)
-    : exporter_(std::move(exporter)), options_(options) {
+    : exporter_(std::move(exporter)), options_(std::move(options)) {
+  if (!options_.clock) options_.clock = base::system_clock();
   if (registry != nullptr) {
     auto& family = prometheus::BuildCounter()
                        .Name("myoperator_trace_spans_dropped_total")
@@ -61,9 +62,8 @@ void BatchSpanProcessor::run() {
   std::unique_lock lock(mutex_);
   while (true) {
     // A batch leaves when it is full, when the oldest span has waited schedule_delay, or at shutdown.
-    const auto flush_at = std::chrono::steady_clock::now() + options_.schedule_delay;
-    wake_.wait_until(lock, flush_at,
-                     [this] { return stopping_ || queue_.size() >= options_.max_export_batch_size; });
+    options_.clock->wait_for(wake_, lock, {}, options_.schedule_delay,
+                             [this] { return stopping_ || queue_.size() >= options_.max_export_batch_size; });
     if (queue_.empty()) {
       if (stopping_) break;
       continue;
@@ -90,9 +90,9 @@ void BatchSpanProcessor::export_batch(const std::vector<SpanData>& batch) {
       return;
     }
     std::unique_lock lock(mutex_);
-    const bool retry = result == ExportResult::retryable_failure && attempt < options_.max_export_attempts &&
-                       !stopping_ &&
-                       !wake_.wait_for(lock, options_.retry_delay, [this] { return stopping_; });
+    const bool retry =
+        result == ExportResult::retryable_failure && attempt < options_.max_export_attempts && !stopping_ &&
+        !options_.clock->wait_for(wake_, lock, {}, options_.retry_delay, [this] { return stopping_; });
     if (!retry) {
       lock.unlock();
       count_dropped(&BatchCounts::dropped_export_failed, dropped_export_failed_, batch.size());
@@ -107,7 +107,7 @@ bool BatchSpanProcessor::shutdown(std::chrono::milliseconds timeout) {
     if (!thread_.joinable()) return true;
     stopping_ = true;
     wake_.notify_all();
-    finished_.wait_for(lock, timeout, [this] { return done_; });
+    options_.clock->wait_for(finished_, lock, {}, timeout, [this] { return done_; });
     if (!done_) {
       // Past the deadline: what still waits is dropped, and the export in flight is abandoned.
       const std::size_t left = queue_.size();

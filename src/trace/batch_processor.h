@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/clock.h"
 #include "trace/span_data.h"
 
 namespace prometheus {
@@ -55,6 +56,8 @@ struct BatchOptions {
   std::chrono::milliseconds schedule_delay{5000};
   int max_export_attempts = 2;
   std::chrono::milliseconds retry_delay{1000};
+  // The schedule delay, the retry delay and the shutdown deadline run on it.
+  std::shared_ptr<const base::Clock> clock = base::system_clock();
 };
 
 // Counts of spans by what became of them; the same numbers as the dropped counter's labels.
@@ -86,14 +89,14 @@ class BatchSpanProcessor {
   void count_dropped(std::uint64_t BatchCounts::*field, prometheus::Counter* counter, std::size_t spans);
 
   const std::shared_ptr<SpanExporter> exporter_;
-  const BatchOptions options_;
+  BatchOptions options_;
   prometheus::Counter* dropped_queue_full_ = nullptr;
   prometheus::Counter* dropped_export_failed_ = nullptr;
   prometheus::Counter* dropped_shutdown_ = nullptr;
 
   mutable std::mutex mutex_;
-  std::condition_variable wake_;      // the exporter thread: spans, shutdown
-  std::condition_variable finished_;  // shutdown(): the exporter thread is done
+  std::condition_variable_any wake_;      // the exporter thread: spans, shutdown
+  std::condition_variable_any finished_;  // shutdown(): the exporter thread is done
   std::deque<SpanData> queue_;
   bool stopping_ = false;
   bool done_ = false;

@@ -6,6 +6,8 @@
 
 #include <deque>
 
+#include "support/fake_clock.h"
+
 using namespace myop::kube;
 
 namespace {
@@ -39,6 +41,28 @@ rapidjson::Document parse(const std::string& text) {
   document.Parse(text.c_str());
   return document;
 }
+
+// Every GET answered 404, on a clock of the test's.
+class AbsentTransport final : public Transport {
+ public:
+  explicit AbsentTransport(std::shared_ptr<const myop::base::Clock> clock) : clock_(std::move(clock)) {}
+  int gets = 0;
+
+  Result<Response> send(const Request&, std::stop_token) override {
+    ++gets;
+    return Response{404, R"({"kind":"Status","reason":"NotFound","message":"not found","code":404})", ""};
+  }
+  Result<StreamEnd> stream(const Request&, const ChunkHandler&, std::stop_token,
+                           const StreamOptions&) override {
+    return StreamEnd::ServerClosed;
+  }
+  const std::string& host() const override { return host_; }
+  const std::shared_ptr<const myop::base::Clock>& clock() const override { return clock_; }
+
+ private:
+  std::shared_ptr<const myop::base::Clock> clock_;
+  std::string host_ = "test:443";
+};
 
 std::string query_value(const Request& request, const std::string& name) {
   for (const auto& [key, value] : request.query)
@@ -237,4 +261,19 @@ TEST_CASE("a 429 the transport gave up on keeps its Retry-After in the error", "
   CHECK(result.error().reason == Reason::TooManyRequests);
   REQUIRE(result.error().retry_after);
   CHECK(*result.error().retry_after == std::chrono::seconds(17));
+}
+
+TEST_CASE("waiting for a CRD polls every 250 ms of the transport's clock until the timeout",
+          "[kube][client]") {
+  auto clock = std::make_shared<myop::testing::FakeClock>();
+  clock->set_auto_advance(true);  // each wait jumps the clock to its end: no real time passes
+  auto transport = std::make_shared<AbsentTransport>(clock);
+  Client client(transport, "client-test");
+  const auto start = clock->now();
+  auto waited = client.wait_for_crd_established("things.example.com", std::chrono::seconds(1));
+  REQUIRE_FALSE(waited.ok());
+  CHECK(waited.error().reason == Reason::Timeout);
+  CHECK_THAT(waited.error().message, Catch::Contains("it does not exist"));
+  CHECK(transport->gets == 4);  // at 0, 250, 500 and 750 ms
+  CHECK(clock->now() - start == std::chrono::seconds(1));
 }

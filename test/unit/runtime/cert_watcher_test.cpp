@@ -7,9 +7,10 @@
 
 #include <filesystem>
 #include <fstream>
-#include <thread>
+#include <memory>
 
 #include "runtime/cert_watcher.h"
+#include "support/fake_clock.h"
 
 using namespace myop::runtime;
 
@@ -108,19 +109,21 @@ TEST_CASE("the watcher swaps in a changed pair and keeps the old one when the ne
     CHECK(watcher.tls_context() == first_context);
   }
 
-  SECTION("the background poll picks up a change") {
-    CertificateWatcher polling(certificate.string(), key.string(), std::chrono::milliseconds(20));
+  SECTION("the background poll picks up a change at its next poll on the clock") {
+    auto clock = std::make_shared<myop::testing::FakeClock>();
+    CertificateWatcher polling(certificate.string(), key.string(), std::chrono::seconds(5), clock);
     REQUIRE(polling.load().ok());
+    const auto start = clock->now();
     polling.start();
     const CertificatePair second = make_pair();
     write(key, second.key_pem);
     write(certificate, second.certificate_pem);
-    bool swapped = false;
-    for (int attempt = 0; attempt < 500 && !swapped; ++attempt) {
-      swapped = polling.current().serial == serial_of(second);
-      if (!swapped) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    CHECK(swapped);
+    REQUIRE(clock->await_deadline(start + std::chrono::seconds(5)));
+    CHECK(polling.current().serial == serial_of(first));  // not before the poll
+    clock->advance(std::chrono::seconds(5));
+    // The poll after it waits for the next period: by then the first has swapped.
+    REQUIRE(clock->await_deadline(start + std::chrono::seconds(10)));
+    CHECK(polling.current().serial == serial_of(second));
     polling.stop();
   }
 }

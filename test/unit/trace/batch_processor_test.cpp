@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "recording_exporter.h"
+#include "support/fake_clock.h"
 
 using namespace myop::trace;
 using namespace std::chrono_literals;
@@ -50,11 +51,17 @@ TEST_CASE("batch processor: full batches are exported in order, the rest at shut
 
 TEST_CASE("batch processor: a partial batch is sent after the schedule delay", "[trace][batch]") {
   auto exporter = std::make_shared<RecordingExporter>();
+  auto clock = std::make_shared<myop::testing::FakeClock>();
   BatchOptions options;
-  options.schedule_delay = 10ms;
+  options.schedule_delay = 5s;
+  options.clock = clock;
+  const auto start = clock->now();
   BatchSpanProcessor processor(exporter, options, nullptr);
   processor.submit(span_named("alone"));
-  // No shutdown yet: only the schedule can have sent it.
+  REQUIRE(clock->await_deadline(start + 5s));
+  CHECK(exporter->calls() == 0);
+  // No shutdown yet: only the schedule can send it.
+  clock->advance(5s);
   REQUIRE(exporter->wait_for_calls(1));
   CHECK(exporter->spans().size() == 1);
   processor.shutdown(10s);
@@ -94,13 +101,23 @@ TEST_CASE("batch processor: a failing export is retried, then its spans are drop
   prometheus::Registry registry;
   auto exporter = std::make_shared<RecordingExporter>();
   exporter->answer(ExportResult::retryable_failure);
+  auto clock = std::make_shared<myop::testing::FakeClock>();
   BatchOptions options;
   options.max_export_batch_size = 3;
   options.max_export_attempts = 3;
-  options.retry_delay = 1ms;
+  options.retry_delay = 1s;
   options.schedule_delay = 1h;
+  options.clock = clock;
+  const auto start = clock->now();
   BatchSpanProcessor processor(exporter, options, &registry);
   for (int i = 0; i < 3; ++i) processor.submit(span_named("lost"));
+  REQUIRE(exporter->wait_for_calls(1));
+  REQUIRE(clock->await_deadline(start + 1s));  // each retry after retry_delay on the clock
+  CHECK(exporter->calls() == 1);
+  clock->advance(1s);
+  REQUIRE(exporter->wait_for_calls(2));
+  REQUIRE(clock->await_deadline(start + 2s));
+  clock->advance(1s);
   REQUIRE(exporter->wait_for_calls(3));
   processor.shutdown(10s);
   CHECK(exporter->calls() == 3);
