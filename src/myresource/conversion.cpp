@@ -7,6 +7,7 @@
 
 #include "base/text.h"
 #include "kube/canonical_json.h"
+#include "myresource/effective_canary.h"
 #include "myresource/features.h"
 #include "myresource/types.h"
 
@@ -145,10 +146,21 @@ Object to_v1beta1_plain(const JsonValue& alpha) {
   return beta;
 }
 
-// v1beta1 -> v1alpha1 by the table of conversion.h alone, without keeping anything.
+// A spec.canary field is set when present and not null (effective_canary.h).
+const JsonValue* set_field(const JsonValue* value) {
+  return value == nullptr || value->IsNull() ? nullptr : value;
+}
+
+// v1beta1 -> v1alpha1 by the table of conversion.h alone, without keeping anything. The canary
+// annotations say what the v1beta1 object's effective canary is: a spec.canary field when it is set
+// (a value of a type v1alpha1 cannot write gives no annotation), else the v1beta1 annotation as it is.
 Object to_v1alpha1_plain(const JsonValue& beta) {
   Object alpha = Object::copy_of(beta);
   set_api_version(alpha, kApiVersionV1alpha1);
+  std::optional<std::string_view> canary_annotation =
+      string_at(beta, {"metadata", "annotations", kCanaryAnnotation});
+  std::optional<std::string_view> target_annotation =
+      string_at(beta, {"metadata", "annotations", kTargetVersionAnnotation});
   erase_moved_annotations(alpha);
   const JsonValue* enabled = value_at(beta, {"spec", "canary", kEnabledField});
   const JsonValue* target = value_at(beta, {"spec", "canary", kTargetVersionField});
@@ -162,12 +174,18 @@ Object to_v1alpha1_plain(const JsonValue& beta) {
     erase_at(alpha, {"spec", "canary"});
   }
   erase_at(alpha, {"spec", kFeaturesField});
-  if (enabled != nullptr && enabled->IsBool()) {
-    alpha.set_annotation(kCanaryAnnotation, enabled->GetBool() ? "true" : "false");
+  if (set_field(enabled) != nullptr) {
+    if (enabled->IsBool()) alpha.set_annotation(kCanaryAnnotation, enabled->GetBool() ? "true" : "false");
+  } else if (canary_annotation) {
+    alpha.set_annotation(kCanaryAnnotation, *canary_annotation);
   }
-  if (target != nullptr && target->IsString()) {
-    alpha.set_annotation(kTargetVersionAnnotation,
-                         std::string_view(target->GetString(), target->GetStringLength()));
+  if (set_field(target) != nullptr) {
+    if (target->IsString()) {
+      alpha.set_annotation(kTargetVersionAnnotation,
+                           std::string_view(target->GetString(), target->GetStringLength()));
+    }
+  } else if (target_annotation) {
+    alpha.set_annotation(kTargetVersionAnnotation, *target_annotation);
   }
   if (features != nullptr && features->IsObject()) {
     alpha.set_annotation(kFeaturesAnnotation, features_annotation(*features));
@@ -225,21 +243,64 @@ std::optional<Object> parse_kept_values(std::string_view text) {
   return std::move(parsed).value();
 }
 
-// Puts kept values back, outermost place first, each only when the other version reads the object
-// the same with it as without it (otherwise the object was changed since, and the object wins).
-void restore_kept_values(Object& object, const JsonValue& kept, PlainConversion back) {
+// Puts kept values back, each only when the other version reads the object the same with it as
+// without it, or reads exactly `source`, the object as it was given (otherwise the object was changed
+// since, and the object wins). The second matters where the other version keeps a text as it is
+// (a v1beta1 annotation myorg.io/canary "yes" reads as "yes" in v1alpha1, where the spec field it
+// becomes would read as "false"). First all of them (the
+// object as it was, when nothing was changed that they touch); then each canary annotation together
+// with its spec.canary field, since in v1beta1 either can say what the other says (an annotation
+// alone would read differently while its field is set, and the field alone while the annotation
+// was the one that spoke); then place by place, outermost first. A map that a step leaves empty and
+// that was absent goes with it.
+void restore_kept_values(Object& object, const JsonValue& kept, PlainConversion back,
+                         const JsonValue& source) {
   static const std::vector<Path> outermost_first(places().rbegin(), places().rend());
-  for (const Path& path : outermost_first) {
-    const JsonValue* entry = kube::find_member(kept, pointer(path));
-    if (entry == nullptr) continue;
+  static const std::vector<std::vector<Path>> groups = [] {
+    std::vector<std::vector<Path>> list = {
+        outermost_first,
+        {{"spec", "canary", kEnabledField}, {"metadata", "annotations", kCanaryAnnotation}},
+        {{"spec", "canary", kTargetVersionField}, {"metadata", "annotations", kTargetVersionAnnotation}},
+    };
+    for (const Path& path : outermost_first) list.push_back({path});
+    return list;
+  }();
+  const Object reading = back(object.json());
+  for (const std::vector<Path>& group : groups) {
+    const bool all = &group == &groups.front();
     Object candidate = object.deep_copy();
-    if (entry->Empty()) {
-      erase_at(candidate, path);
-    } else {
-      set_at(candidate, path, (*entry)[0]);
+    bool touched = false;
+    for (const Path& path : group) {
+      const JsonValue* entry = kube::find_member(kept, pointer(path));
+      if (entry == nullptr) continue;
+      touched = true;
+      if (entry->Empty()) {
+        erase_at(candidate, path);
+      } else {
+        set_at(candidate, path, (*entry)[0]);
+      }
     }
-    if (kube::canonical_equal(back(candidate.json()).json(), back(object.json()).json())) {
+    if (!touched) continue;
+    // A map that the restored values leave empty, and that the object had not, goes too.
+    for (const Path& map : {Path{"spec", "canary"}, Path{"metadata", "annotations"}}) {
+      const JsonValue* entry = kube::find_member(kept, pointer(map));
+      const JsonValue* value = value_at(candidate.json(), map);
+      if (entry != nullptr && entry->Empty() && value != nullptr && value->IsObject() &&
+          value->ObjectEmpty()) {
+        erase_at(candidate, map);
+      }
+    }
+    // Put back one by one, an annotation that spec.canary overrides would read the same, but it
+    // would be an ignored annotation the object did not have as it was given.
+    if (!all &&
+        effective_canary(candidate.json()).ignored.size() > effective_canary(object.json()).ignored.size()) {
+      continue;
+    }
+    const Object candidate_reading = back(candidate.json());
+    if (kube::canonical_equal(candidate_reading.json(), source) ||
+        kube::canonical_equal(candidate_reading.json(), reading.json())) {
       object = std::move(candidate);
+      if (all) return;
     }
   }
 }
@@ -261,8 +322,8 @@ Object convert(const JsonValue& input, const Direction& direction) {
     if (annotations != nullptr && annotations->ObjectEmpty()) erase_at(core, {"metadata", "annotations"});
   }
   Object result = direction.forward(core.json());
+  if (incoming) restore_kept_values(result, incoming->json(), direction.back, core.json());
   Object outgoing = kept_values(core.json(), direction.back(result.json()));
-  if (incoming) restore_kept_values(result, incoming->json(), direction.back);
   if (!outgoing.json().ObjectEmpty())
     result.set_annotation(direction.outgoing_values, outgoing.to_json_string());
   return result;

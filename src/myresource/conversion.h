@@ -10,6 +10,11 @@
 //   annotation myorg.io/features "k=v,..."    spec.features {canary: bool, orphanSweep: bool,
 //                                                            orphanPolicy: delete|report}
 //
+// In v1beta1 the two canary annotations also count where spec.canary leaves their field unset
+// (effective_canary.h): v1beta1 -> v1alpha1 writes myorg.io/canary and myorg.io/targetVersion from
+// the spec field when it is set and copies the v1beta1 annotation otherwise, so both versions read
+// the same canary. v1alpha1 -> v1beta1 moves them into spec.canary, as the table says.
+//
 // Lossless both ways. A value keeps its meaning in the other version (myorg.io/canary "yes" means no
 // canary, so it becomes enabled: false; a features text keeps its valid entries, the last one of a
 // name winning, as the operator applies them). What the other version cannot hold as it is (the text

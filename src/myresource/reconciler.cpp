@@ -91,6 +91,7 @@ class Pass {
     }
 
     Features features = effective_features();
+    report_ignored_annotations();
     StatusInputs inputs;
     inputs.stable = observe(deployment_name(resource_.metadata.name, Track::Stable));
     kube::Object desired_stable = desired_stable_deployment(resource_);
@@ -178,6 +179,15 @@ class Pass {
       cluster_.record_event(subject_of(resource_), "Warning", "InvalidFeatureOverride", "Reconcile", problem);
     }
     return with_overrides(cluster_.features(), resource_.spec.features);
+  }
+
+  // A canary annotation that spec.canary overrides does nothing: say so where the user looks (the
+  // admission policy warned on the write already, if it is installed).
+  void report_ignored_annotations() {
+    for (const IgnoredAnnotation& ignored : parsed_.ignored_annotations) {
+      cluster_.record_event(subject_of(resource_), "Warning", "AnnotationIgnored", "Reconcile",
+                            ignored.message());
+    }
   }
 
   std::optional<DeploymentState> observe(const std::string& name) {

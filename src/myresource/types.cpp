@@ -340,6 +340,10 @@ ParsedMyResource parse_myresource(const kube::JsonValue& object) {
   } else {
     read_spec(*spec, parsed.resource.spec, parsed.problems);
     read_features(*spec, parsed.resource.spec.features, parsed.feature_problems);
+    EffectiveCanary canary = effective_canary(hub_object);
+    parsed.resource.spec.canary.enabled = canary.enabled;
+    parsed.resource.spec.canary.target_version = canary.target.value_or("");
+    parsed.ignored_annotations = std::move(canary.ignored);
   }
   for (std::string& problem : v1alpha1_feature_problems(hub_object))
     parsed.feature_problems.push_back(std::move(problem));

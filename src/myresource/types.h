@@ -1,8 +1,9 @@
 // MyResource as C++ values, read from the JSON the API server sends: the hub, myorg.io/v1beta1
 // (docs/versioning.md). The operator lists, watches and writes v1beta1; an object given as v1alpha1
 // (a test, anything older) is converted to v1beta1 first (convert_myresource) and then read, so the
-// domain (canary, features, desired state, status) sees only the typed v1beta1 fields, never the
-// v1alpha1 annotations.
+// domain (canary, features, desired state, status) sees only typed fields. The canary's enabled and
+// target are the effective ones (effective_canary.h): spec.canary's, or the annotations' where
+// spec.canary leaves a field unset.
 //
 // The CRD's schema and CEL rules are the first line of validation; `parse_myresource` is the second.
 // It exists for objects that got past an API server without them (a CRD installed by hand without
@@ -21,6 +22,7 @@
 #include "kube/resource.h"
 #include "myresource/conditions.h"
 #include "myresource/conversion.h"
+#include "myresource/effective_canary.h"
 #include "myresource/features.h"
 
 namespace myop::myresource {
@@ -44,6 +46,8 @@ inline constexpr std::string_view kFinalizer = "myorg.io/finalizer";
 inline constexpr std::string_view kFieldManager = "my-operator";
 
 // Annotations a user sets on a v1alpha1 MyResource; in v1beta1 they are spec fields (conversion.h).
+// The canary's two also work on a v1beta1 object, where spec.canary leaves their field unset
+// (effective_canary.h); myorg.io/features means nothing in v1beta1.
 inline constexpr std::string_view kCanaryAnnotation = "myorg.io/canary";
 inline constexpr std::string_view kTargetVersionAnnotation = "myorg.io/targetVersion";
 inline constexpr std::string_view kFeaturesAnnotation = "myorg.io/features";
@@ -73,9 +77,11 @@ struct Resources {
 struct CanarySettings {
   std::int32_t replicas = kDefaultCanaryReplicas;
   std::int32_t progress_deadline_seconds = kDefaultProgressDeadlineSeconds;
-  // spec.canary.enabled (v1alpha1: annotation myorg.io/canary exactly "true"); absent is false.
+  // The effective canary (effective_canary.h): spec.canary.enabled, else annotation myorg.io/canary
+  // exactly "true"; absent is false.
   bool enabled = false;
-  // spec.canary.targetVersion (v1alpha1: annotation myorg.io/targetVersion); "" when absent.
+  // The effective target: spec.canary.targetVersion, else annotation myorg.io/targetVersion; "" when
+  // neither is set.
   std::string target_version;
   bool operator==(const CanarySettings&) const = default;
 };
@@ -140,6 +146,9 @@ struct ParsedMyResource {
   // (kept by the conversion), or spec.features members of the wrong type. The object still works
   // with the valid part; the reconciler reports each as an InvalidFeatureOverride event.
   std::vector<std::string> feature_problems;
+  // Canary annotations of a v1beta1 object that spec.canary overrides with another value; the
+  // reconciler reports each as an AnnotationIgnored event.
+  std::vector<IgnoredAnnotation> ignored_annotations;
 
   bool valid() const { return problems.empty(); }
   // All problems joined with "; ", for the InvalidSpec condition message.

@@ -1,6 +1,7 @@
 // The canary life cycle (docs/design.md "Canary") with the real operator binary on the real control
-// plane: start, promotion, removal, and the automatic abort of a canary that never becomes
-// Available within spec.canary.progressDeadlineSeconds.
+// plane: start, promotion, removal, the automatic abort of a canary that never becomes Available
+// within spec.canary.progressDeadlineSeconds, and the canary annotations written by `kubectl annotate`
+// without a version (v1beta1; docs/versioning.md "Canary annotations on every version").
 #include <catch2/catch.hpp>
 
 #include <sstream>
@@ -190,5 +191,123 @@ TEST_CASE(
   INFO("operator writes during the abort:\n" << describe(writes));
   CHECK(deployment_writes(operator_process.user(), mark, "web").empty());
   CHECK_FALSE(deployment_writes(operator_process.user(), mark, "web-canary").empty());
+  CHECK(operator_process.running());
+}
+
+namespace {
+
+// A v1beta1 MyResource, as a user writes one today (config/samples), with optional spec.canary lines.
+std::string v1beta1_manifest(const std::string& namespace_, const std::string& name,
+                             const std::string& canary = "") {
+  return "apiVersion: myorg.io/v1beta1\nkind: MyResource\nmetadata:\n  name: " + name +
+         "\n  namespace: " + namespace_ + "\nspec:\n  image: nginx:1.27.1\n  replicas: 1\n" + canary;
+}
+
+}  // namespace
+
+TEST_CASE("kubectl annotate without a version starts and stops a canary (the annotations on v1beta1)",
+          "[myresource][operator][canary]") {
+  testenv::ScopedNamespace ns("mr-canary-annotate");
+  OperatorProcess operator_process({.user = "myop-canary-annotate",
+                                    .namespaces = {ns.name()},
+                                    .pod_namespace = ns.name(),
+                                    .extra_args = {}});
+  operator_process.start();
+  testenv::kubectl_apply(v1beta1_manifest(ns.name(), "web"));
+  REQUIRE(eventually([&] { return myresource_ready(ns.name(), "web"); }, 120s));
+
+  // As every user types it: no version named, so kubectl writes its preferred version, v1beta1.
+  const auto annotated = testenv::kubectl("annotate mr web -n " + ns.name() +
+                                          " myorg.io/canary=true myorg.io/targetVersion=1.28.0");
+  INFO(annotated.output);
+  REQUIRE(annotated.ok());
+  const std::string beta = "myresources.v1beta1.myorg.io";
+  const std::string alpha = "myresources.v1alpha1.myorg.io";
+  CHECK(jsonpath(
+            beta, ns.name(), "web",
+            "{.metadata.annotations.myorg\\.io/canary} {.metadata.annotations.myorg\\.io/targetVersion}") ==
+        "true 1.28.0");
+  CHECK(jsonpath(beta, ns.name(), "web", "{.spec.canary}").empty());
+
+  INFO("operator log:\n" << operator_process.log_tail(30));
+  REQUIRE(eventually([&] { return deployment_rolled(ns.name(), "web-canary", "nginx:1.28.0"); }, 120s));
+  REQUIRE(eventually([&] { return condition_reason(ns.name(), "web", "Canary") == "CanaryRunning"; }, 60s));
+  CHECK(container_image(ns.name(), "web") == "nginx:1.27.1");
+  // Both versions say the same: read as v1alpha1 the object has the canary it runs.
+  CHECK(jsonpath(
+            alpha, ns.name(), "web",
+            "{.metadata.annotations.myorg\\.io/canary} {.metadata.annotations.myorg\\.io/targetVersion}") ==
+        "true 1.28.0");
+  CHECK_FALSE(has_event(ns.name(), "MyResource", "web", "Warning", "AnnotationIgnored"));
+
+  // Removing the annotation the same way removes the canary.
+  testenv::kubectl_or_fail("annotate mr web -n " + ns.name() + " myorg.io/canary-");
+  REQUIRE(eventually([&] { return deployment_gone(ns.name(), "web-canary"); }, 60s));
+  CHECK(
+      eventually([&] { return has_event(ns.name(), "MyResource", "web", "Normal", "CanaryRemoved"); }, 30s));
+  CHECK(jsonpath(alpha, ns.name(), "web", "{.metadata.annotations.myorg\\.io/canary}").empty());
+  CHECK(operator_process.running());
+}
+
+TEST_CASE(
+    "an annotation that spec.canary overrides draws a warning from kubectl and an event from the operator",
+    "[myresource][operator][canary]") {
+  testenv::ScopedNamespace ns("mr-canary-ignored");
+  OperatorProcess operator_process({.user = "myop-canary-ignored",
+                                    .namespaces = {ns.name()},
+                                    .pod_namespace = ns.name(),
+                                    .extra_args = {}});
+  operator_process.start();
+  testenv::kubectl_apply(
+      v1beta1_manifest(ns.name(), "web", "  canary:\n    enabled: false\n    targetVersion: \"1.28.0\"\n"));
+  REQUIRE(eventually([&] { return myresource_ready(ns.name(), "web"); }, 120s));
+
+  const std::string annotate = "annotate mr web -n " + ns.name() + " myorg.io/canary=true";
+  const std::string warning =
+      "annotation myorg.io/canary \"true\" is ignored: spec.canary.enabled is false, and spec.canary wins "
+      "over "
+      "the annotations";
+  // The policies are in force a moment after they are installed: a server-side dry run shows when.
+  testenv::CommandResult dry_run;
+  REQUIRE(eventually(
+      [&] {
+        dry_run = testenv::kubectl(annotate + " --dry-run=server");
+        return dry_run.output.find(warning) != std::string::npos;
+      },
+      30s));
+
+  const auto annotated = testenv::kubectl(annotate);
+  INFO(annotated.output);
+  CHECK(annotated.ok());  // a warning, not a refusal
+  CHECK_THAT(annotated.output, Catch::Contains("Warning:") && Catch::Contains(warning) &&
+                                   Catch::Contains("myresources.myorg.io-canary-annotations-ignored"));
+
+  // The operator says the same on the object, and runs no canary: spec.canary.enabled is false.
+  INFO("operator log:\n" << operator_process.log_tail(30));
+  REQUIRE(eventually(
+      [&] { return has_event(ns.name(), "MyResource", "web", "Warning", "AnnotationIgnored"); }, 60s));
+  const std::string events = describe(events_about(ns.name(), "MyResource", "web"));
+  INFO(events);
+  CHECK(events.find(warning) != std::string::npos);
+  // A witness that a pass after the annotation has finished: a spec change reaches the status.
+  testenv::kubectl_or_fail("patch mr web -n " + ns.name() + " --type merge -p '{\"spec\":{\"replicas\":2}}'");
+  REQUIRE(eventually(
+      [&] {
+        return myresource_ready(ns.name(), "web") && deployment_rolled(ns.name(), "web", "nginx:1.27.1") &&
+               jsonpath("deployment", ns.name(), "web", "{.spec.replicas}") == "2";
+      },
+      120s));
+  CHECK(deployment_gone(ns.name(), "web-canary"));
+  CHECK_FALSE(has_event(ns.name(), "MyResource", "web", "Normal", "CanaryRunning"));
+  // Read as v1alpha1 the object has no canary either.
+  CHECK(jsonpath("myresources.v1alpha1.myorg.io", ns.name(), "web",
+                 "{.metadata.annotations.myorg\\.io/canary}") == "false");
+
+  // A value that is no setting is refused on v1beta1 as on v1alpha1.
+  const auto refused =
+      testenv::kubectl("annotate --overwrite mr web -n " + ns.name() + " myorg.io/canary=yes");
+  INFO(refused.output);
+  CHECK_FALSE(refused.ok());
+  CHECK_THAT(refused.output, Catch::Contains("myorg.io/canary must be \"true\" or \"false\""));
   CHECK(operator_process.running());
 }

@@ -30,9 +30,13 @@ const std::vector<std::string> kFixedNameObjects = {
     "customresourcedefinition/myresources.myorg.io",
     "validatingadmissionpolicy/myresources.myorg.io-annotations",
     "validatingadmissionpolicybinding/myresources.myorg.io-annotations",
+    "validatingadmissionpolicy/myresources.myorg.io-canary-annotations",
+    "validatingadmissionpolicybinding/myresources.myorg.io-canary-annotations",
+    "validatingadmissionpolicy/myresources.myorg.io-canary-annotations-ignored",
+    "validatingadmissionpolicybinding/myresources.myorg.io-canary-annotations-ignored",
 };
 
-// The CRD and the admission policy have fixed names and may already be in the shared test
+// The CRD and the admission policies have fixed names and may already be in the shared test
 // cluster (other tests apply config/crd). Hands them to the release for the test (Helm
 // adopts objects that carry its ownership metadata) and gives them back afterwards: the
 // repository's version applied again, without Helm's ownership metadata.

@@ -13,6 +13,7 @@
 
 #include "fixtures.h"
 #include "kube/canonical_json.h"
+#include "myresource/effective_canary.h"
 #include "myresource/features.h"
 #include "myresource/types.h"
 
@@ -35,6 +36,12 @@ std::string canonical(const kube::JsonValue* value) {
 
 std::string canonical_at(const kube::Object& object, std::initializer_list<std::string_view> path) {
   return canonical(object.view().find(path));
+}
+
+// The canary an object asks for (effective_canary.h), as text: whether one runs, and its target.
+std::string canary_of(const kube::Object& object) {
+  const EffectiveCanary canary = effective_canary(object.json());
+  return std::string(canary.enabled ? "on " : "off ") + canary.target.value_or("(no target)");
 }
 
 // A v1alpha1 object with these annotations (JSON members, may be empty) and spec.canary (JSON, may be empty).
@@ -246,7 +253,8 @@ TEST_CASE("conversion: fields and annotations only one version has survive a rou
     CHECK(kube::canonical_json(back.json()) == kube::canonical_json(alpha.json()));
   }
   SECTION("v1beta1 annotations named like the v1alpha1 ones") {
-    // In v1beta1 these annotations mean nothing; spec.canary says what runs.
+    // spec.canary sets enabled, so the canary annotation is ignored in v1beta1 (effective_canary.h);
+    // myorg.io/features means nothing there.
     kube::Object beta =
         parse_json(beta_object(R"("canary":{"enabled":false},"features":{"canary":false})",
                                R"("myorg.io/canary":"true","myorg.io/features":"canary=true")"));
@@ -267,6 +275,70 @@ TEST_CASE("conversion: fields and annotations only one version has survive a rou
     CHECK(alpha.view().annotation(kFeaturesAnnotation) == "canary=false");
     kube::Object back = convert_to(alpha.json(), kApiVersionV1beta1);
     CHECK(kube::canonical_json(back.json()) == kube::canonical_json(beta.json()));
+  }
+}
+
+TEST_CASE("conversion: the canary annotations of a v1beta1 object are its canary in v1alpha1 too",
+          "[myresource][conversion][effective_canary]") {
+  struct Case {
+    std::string spec_members;       // v1beta1
+    std::string beta_annotations;   // v1beta1
+    std::string alpha_annotations;  // v1alpha1, canonical, without the kept values
+  };
+  auto [spec_members, beta_annotations, alpha_annotations] = GENERATE(values<Case>({
+      // kubectl annotate without a version: the annotations alone.
+      {"", R"("myorg.io/canary":"true","myorg.io/targetVersion":"1.29")",
+       R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.29","note":"kept"})"},
+      {"", R"("myorg.io/canary":"yes")", R"({"myorg.io/canary":"yes","note":"kept"})"},
+      // Field by field.
+      {R"("canary":{"enabled":true})", R"("myorg.io/targetVersion":"1.29")",
+       R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.29","note":"kept"})"},
+      {R"("canary":{"targetVersion":"2.0","replicas":2})", R"("myorg.io/canary":"true")",
+       R"({"myorg.io/canary":"true","myorg.io/targetVersion":"2.0","note":"kept"})"},
+      // Both set: spec.canary wins; the ignored annotations wait in the kept values.
+      {R"("canary":{"enabled":false,"targetVersion":"2.0"})",
+       R"("myorg.io/canary":"true","myorg.io/targetVersion":"1.29")",
+       R"({"myorg.io/canary":"false","myorg.io/targetVersion":"2.0","note":"kept"})"},
+      // A value v1alpha1 cannot write hides the annotation all the same.
+      {R"("canary":{"enabled":"yes"})", R"("myorg.io/canary":"true")", R"({"note":"kept"})"},
+  }));
+  CAPTURE(spec_members, beta_annotations);
+  kube::Object beta = parse_json(beta_object(spec_members, beta_annotations));
+  kube::Object alpha = convert_to(beta.json(), kApiVersionV1alpha1);
+  kube::Object without_kept = alpha.deep_copy();
+  without_kept.erase_annotation(kV1beta1ValuesAnnotation);
+  CHECK(canonical_at(without_kept, {"metadata", "annotations"}) == alpha_annotations);
+  CHECK(canary_of(alpha) == canary_of(beta));
+
+  kube::Object back = convert_to(alpha.json(), kApiVersionV1beta1);
+  CHECK(kube::canonical_json(back.json()) == kube::canonical_json(beta.json()));
+}
+
+TEST_CASE("conversion: an annotated v1beta1 object changed in v1alpha1 keeps the change in v1beta1",
+          "[myresource][conversion][effective_canary]") {
+  kube::Object beta =
+      parse_json(beta_object("", R"("myorg.io/canary":"true","myorg.io/targetVersion":"1.29")"));
+  kube::Object alpha = convert_to(beta.json(), kApiVersionV1alpha1);
+
+  SECTION("the canary annotation removed: no canary, the target stays an annotation") {
+    alpha.erase_annotation(kCanaryAnnotation);
+    kube::Object changed = convert_to(alpha.json(), kApiVersionV1beta1);
+    CHECK(canary_of(changed) == "off 1.29");
+    CHECK(canonical_at(changed, {"metadata", "annotations"}) ==
+          R"({"myorg.io/targetVersion":"1.29","note":"kept"})");
+    CHECK(canonical_at(changed, {"spec", "canary"}) == "(absent)");
+  }
+  SECTION("another target") {
+    alpha.set_annotation(kTargetVersionAnnotation, "1.30");
+    kube::Object changed = convert_to(alpha.json(), kApiVersionV1beta1);
+    CHECK(canary_of(changed) == "on 1.30");
+    CHECK(effective_canary(changed.json()).ignored.empty());
+  }
+  SECTION("the canary switched off") {
+    alpha.set_annotation(kCanaryAnnotation, "false");
+    kube::Object changed = convert_to(alpha.json(), kApiVersionV1beta1);
+    CHECK(canary_of(changed) == "off 1.29");
+    CHECK(effective_canary(changed.json()).ignored.empty());
   }
 }
 
@@ -529,6 +601,7 @@ TEST_CASE("conversion: random objects survive v1alpha1 -> v1beta1 -> v1alpha1 an
     INFO("v1beta1: " << kube::canonical_json(beta->json()));
 
     // The v1beta1 object means what the v1alpha1 one meant.
+    REQUIRE(canary_of(alpha) == canary_of(*beta));
     const kube::JsonValue* enabled = beta->view().find({"spec", "canary", "enabled"});
     REQUIRE(runs_canary(alpha.view().annotation(kCanaryAnnotation)) ==
             (enabled != nullptr && enabled->IsTrue()));
@@ -567,9 +640,9 @@ TEST_CASE("conversion: random objects survive v1beta1 -> v1alpha1 -> v1beta1 and
         round_trip(beta, kApiVersionV1alpha1, kApiVersionV1beta1, kV1beta1ValuesAnnotation, with_kept_values);
     INFO("v1alpha1: " << kube::canonical_json(alpha->json()));
 
-    const kube::JsonValue* enabled = beta.view().find({"spec", "canary", "enabled"});
-    REQUIRE(runs_canary(alpha->view().annotation(kCanaryAnnotation)) ==
-            (enabled != nullptr && enabled->IsTrue()));
+    // The v1alpha1 annotations say the v1beta1 object's effective canary: spec.canary where it sets a
+    // field, the v1beta1 annotation where it does not.
+    REQUIRE(canary_of(beta) == canary_of(*alpha));
     const kube::JsonValue* beta_features = beta.view().find({"spec", "features"});
     std::optional<std::string_view> features = alpha->view().annotation(kFeaturesAnnotation);
     REQUIRE(features.has_value() == (beta_features != nullptr));
@@ -638,13 +711,7 @@ TEST_CASE("conversion: after an edit in v1beta1 the v1alpha1 object means what t
     REQUIRE(edited.ok());
     INFO("v1alpha1 of it: " << kube::canonical_json(edited->json()));
 
-    const kube::JsonValue* enabled = beta->view().find({"spec", "canary", "enabled"});
-    REQUIRE(runs_canary(edited->view().annotation(kCanaryAnnotation)) ==
-            (enabled != nullptr && enabled->IsTrue()));
-    const kube::JsonValue* target = beta->view().find({"spec", "canary", "targetVersion"});
-    std::optional<std::string_view> alpha_target = edited->view().annotation(kTargetVersionAnnotation);
-    REQUIRE(alpha_target.has_value() == (target != nullptr));
-    if (target) REQUIRE(*alpha_target == target->GetString());
+    REQUIRE(canary_of(*beta) == canary_of(*edited));
     const kube::JsonValue* features = beta->view().find({"spec", "features"});
     std::optional<std::string_view> alpha_features = edited->view().annotation(kFeaturesAnnotation);
     REQUIRE(alpha_features.has_value() == (features != nullptr));

@@ -362,6 +362,71 @@ TEST_CASE("canary: start, removal when the annotation goes", "[myresource][recon
   CHECK(fixture.cluster->deployments.count("web") == 1);
 }
 
+namespace {
+
+// The fixture's MyResource replaced by a v1beta1 object with these annotations and spec.
+void store_v1beta1(Fixture& fixture, const std::string& spec, const std::string& annotations) {
+  fixture.cluster->myresources.clear();
+  fixture.cluster->store_myresource(parse_json(
+      R"({"apiVersion":"myorg.io/v1beta1","kind":"MyResource","metadata":{"name":"web","namespace":"team-a",
+          "uid":"mr-1","generation":1,"annotations":)" +
+      annotations + R"(},"spec":)" + spec + "}"));
+}
+
+std::vector<FakeCluster::Event> events_of(const FakeCluster& cluster, const std::string& reason) {
+  std::vector<FakeCluster::Event> found;
+  for (const auto& event : cluster.events)
+    if (event.reason == reason) found.push_back(event);
+  return found;
+}
+
+}  // namespace
+
+TEST_CASE("canary: the annotations of a v1beta1 object without spec.canary run the canary",
+          "[myresource][reconciler][effective_canary]") {
+  // What `kubectl annotate mr web myorg.io/canary=true myorg.io/targetVersion=1.1` writes: kubectl's
+  // preferred version is v1beta1.
+  Fixture fixture;
+  store_v1beta1(fixture, R"({"image":"reg:5000/app:1.0","replicas":2})",
+                R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.1"})");
+  fixture.reconcile();
+  REQUIRE(fixture.cluster->deployments.count("web-canary") == 1);
+  CHECK(fixture.condition("Canary").reason == "CanaryRunning");
+  CHECK(fixture.resource().status.canary_image == "reg:5000/app:1.1");
+  CHECK(events_of(*fixture.cluster, "AnnotationIgnored").empty());
+
+  // Removing the annotation removes the canary, as in v1alpha1.
+  fixture.cluster->edit_myresource("web", [](Object& object) { object.erase_annotation("myorg.io/canary"); });
+  fixture.reconcile();
+  CHECK(fixture.cluster->deployments.count("web-canary") == 0);
+  CHECK(find_condition(fixture.resource().status.conditions, "Canary") == nullptr);
+}
+
+TEST_CASE("canary: an annotation that spec.canary overrides is ignored, and an event says so",
+          "[myresource][reconciler][effective_canary]") {
+  Fixture fixture;
+  store_v1beta1(fixture, R"({"image":"reg:5000/app:1.0","replicas":2,"canary":{"enabled":false}})",
+                R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.1"})");
+  fixture.reconcile();
+  CHECK(fixture.cluster->deployments.count("web-canary") == 0);
+  CHECK(fixture.cluster->deployments.count("web") == 1);
+  const auto ignored = events_of(*fixture.cluster, "AnnotationIgnored");
+  REQUIRE(ignored.size() == 1);
+  CHECK(ignored[0].type == "Warning");
+  CHECK_THAT(ignored[0].message, Catch::Contains("annotation myorg.io/canary \"true\" is ignored") &&
+                                     Catch::Contains("spec.canary.enabled is false"));
+
+  SECTION("the field set to what the annotation says: nothing is ignored any more") {
+    fixture.cluster->events.clear();
+    fixture.cluster->edit_myresource("web", [](Object& object) {
+      object.set_member(object.json()["spec"]["canary"], "enabled", JsonValue(true));
+    });
+    fixture.reconcile();
+    CHECK(fixture.cluster->deployments.count("web-canary") == 1);
+    CHECK(events_of(*fixture.cluster, "AnnotationIgnored").empty());
+  }
+}
+
 TEST_CASE("canary: abort after the deadline leaves stable untouched", "[myresource][reconciler]") {
   Fixture fixture(R"({"image":"reg:5000/app:1.0","canary":{"progressDeadlineSeconds":60}})",
                   R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.1"})");
