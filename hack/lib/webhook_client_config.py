@@ -7,6 +7,9 @@
         in place of the Service the chart and config/crd name: a test control plane has no pod
         network, so its API server can only reach a webhook on loopback. Fails when MANIFEST holds
         no such CRD.
+    webhook_client_config.py crd-if-present URL CA_FILE [MANIFEST]
+        As `crd`, but MANIFEST without that CRD (an Application that names it, a Pod) is written
+        back unchanged: for manifests that may or may not hold it (rendered charts, kustomize builds).
     webhook_client_config.py chart-values URL CA_FILE [MANIFEST]
         Every Argo CD Application of MANIFEST with spec.source.helm.valuesObject gets
         valuesObject.webhook = {url, caBundle}: the chart then renders the CRD as `crd` does.
@@ -16,7 +19,9 @@ Writes the result to stdout. Only the block at that path changes; every other li
 quote stays as it was (a YAML library would rewrite the whole file). The path is found by
 indentation, so the file's indentation does not matter; the keys on the path must be block
 mappings (`key:` on a line of its own), as they are in every manifest of this repository.
-Used by hack/lib/conversion-webhook (the test fixture and bench/run) and hack/argocd-env.
+Used by hack/lib/conversion-webhook (the test fixture and bench/run), hack/argocd-env and the
+packaging integration tests (test/integration/packaging/packaging_support.h, with_fixture_webhook):
+the one rewriter of that clientConfig.
 """
 import base64
 import json
@@ -159,9 +164,13 @@ def client_config(url, ca_pem):
     return {"url": url, "caBundle": base64.b64encode(ca_pem).decode()}
 
 
-def crd(text, url, ca_pem):
+def crd(text, url, ca_pem, required=True):
     return rewrite(text, is_myresource_crd, CRD_PATH, client_config(url, ca_pem),
-                   required="the CustomResourceDefinition myresources.myorg.io")
+                   required="the CustomResourceDefinition myresources.myorg.io" if required else None)
+
+
+def crd_if_present(text, url, ca_pem):
+    return crd(text, url, ca_pem, required=False)
 
 
 def chart_values(text, url, ca_pem):
@@ -214,6 +223,11 @@ spec:
             raise AssertionError("no error for a manifest without the CRD")
         except ValueError:
             pass
+    # ... unless it may be absent: then the manifest comes back as it was, whatever names the CRD.
+    assert crd_if_present(shipped, url, ca) == expected
+    naming = "kind: Application\nspec:\n  ignoreDifferences:\n    - kind: CustomResourceDefinition\n" \
+             "      name: myresources.myorg.io\n"
+    assert crd_if_present(naming, url, ca) == naming, crd_if_present(naming, url, ca)
     # A CRD without conversion gets the whole path.
     bare = "kind: CustomResourceDefinition\nmetadata:\n  name: myresources.myorg.io\nspec:\n  group: myorg.io\n"
     assert crd(bare, url, ca) == bare + (f"  conversion:\n    webhook:\n      clientConfig:\n"
@@ -246,7 +260,8 @@ def main(argv):
     if argv[1:] == ["--self-test"]:
         self_test()
         return 0
-    if len(argv) not in (4, 5) or argv[1] not in ("crd", "chart-values"):
+    modes = {"crd": crd, "crd-if-present": crd_if_present, "chart-values": chart_values}
+    if len(argv) not in (4, 5) or argv[1] not in modes:
         sys.stderr.write(__doc__)
         return 2
     mode, url, ca_file = argv[1:4]
@@ -258,7 +273,7 @@ def main(argv):
     else:
         text = sys.stdin.read()
     try:
-        sys.stdout.write((crd if mode == "crd" else chart_values)(text, url, ca_pem))
+        sys.stdout.write(modes[mode](text, url, ca_pem))
     except ValueError as error:
         sys.stderr.write(f"webhook_client_config: {error}\n")
         return 1

@@ -93,6 +93,33 @@ class WatchedState {
 
 // A WatchSource whose new connections can be held back: a partition between this watcher and the API
 // server, while everyone else (kubectl) still gets through. An open stream is not affected.
+// Counts the watches it opened and those that have ended: a witness that a watch ended (a server-side
+// timeout) and the next one was opened.
+class CountingSource final : public WatchSource {
+ public:
+  explicit CountingSource(std::shared_ptr<WatchSource> inner) : inner_(std::move(inner)) {}
+
+  Result<rapidjson::Document> list(const ListOptions& options, std::stop_token stop) override {
+    return inner_->list(options, stop);
+  }
+  Result<StreamEnd> watch(const WatchOptions& options, const ChunkHandler& on_chunk,
+                          std::stop_token stop) override {
+    ++opened_;
+    auto ended = inner_->watch(options, on_chunk, stop);
+    ++ended_;
+    return ended;
+  }
+  std::string describe() const override { return inner_->describe(); }
+
+  int opened() const { return opened_.load(); }
+  int ended() const { return ended_.load(); }
+
+ private:
+  std::shared_ptr<WatchSource> inner_;
+  std::atomic<int> opened_{0};
+  std::atomic<int> ended_{0};
+};
+
 class GatedSource final : public WatchSource {
  public:
   explicit GatedSource(std::shared_ptr<WatchSource> inner) : inner_(std::move(inner)) {}
@@ -346,8 +373,9 @@ TEST_CASE("the watcher builds the initial state and follows changes", "[kube][wa
   options.initial_list_mode = mode;
   options.page_size = 2;  // several pages when listing
   WatchedState state;
-  RunningWatcher running(make_client_watch_source(client, resources::config_maps(), ns.name()), options,
-                         state);
+  auto source =
+      std::make_shared<CountingSource>(make_client_watch_source(client, resources::config_maps(), ns.name()));
+  RunningWatcher running(source, options, state);
 
   REQUIRE(state.wait_for([](const WatchedState& s) { return s.initial_states_done_ == 1; }, 30s));
   CHECK(converges_to_fresh_list(state, *client, ns.name(), 30s));
@@ -371,8 +399,15 @@ TEST_CASE("the watcher builds the initial state and follows changes", "[kube][wa
   // one a minute, jittered), not at once as the WatchList initial-events-end bookmark does.
   REQUIRE(state.wait_for([](const WatchedState& s) { return s.bookmarks_ >= 1; }, 120s));
   CHECK(converges_to_fresh_list(state, *client, ns.name(), 30s));
-  // Through at least one server-side timeout the watcher resumes without relisting.
-  std::this_thread::sleep_for(9s);
+  // Through at least one server-side timeout (6 to 8 s) the watcher resumes without relisting: a watch
+  // ends and the next one is open.
+  const int ended_before = source->ended();
+  const auto resumed_by = std::chrono::steady_clock::now() + 60s;
+  while (!(source->ended() > ended_before && source->opened() > source->ended()) &&
+         std::chrono::steady_clock::now() < resumed_by)
+    std::this_thread::sleep_for(10ms);
+  REQUIRE(source->ended() > ended_before);
+  REQUIRE(source->opened() > source->ended());
   change_config_map(*client, ns.name(), "live", "after-reconnect");
   CHECK(converges_to_fresh_list(state, *client, ns.name(), 30s));
   CHECK(state.initial_states_started_ == 1);

@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 
 #include <sstream>
-#include <thread>
 
 #include "myresource/operator_process.h"
 #include "support/testenv.h"
@@ -61,7 +60,7 @@ TEST_CASE("a Deployment with the operator's labels and no owner is adopted by it
                              " --cascade=orphan --wait=true --timeout=60s");
     REQUIRE(eventually([&] { return myresource_gone(ns.name(), "web"); }, 60s));
     REQUIRE(eventually([&] { return owner_of(ns.name(), "web").empty(); }, 60s));
-    std::this_thread::sleep_for(3s);
+    operator_process.wait_until_settled();  // what the operator does about the deletion, it has done
     CHECK(jsonpath("deployment", ns.name(), "web", "{.metadata.uid}") == deployment_uid);
     const auto delete_writes = audit_writes(operator_process.user(), delete_mark);
     INFO("operator writes during the deletion:\n" << describe(delete_writes));
@@ -128,7 +127,9 @@ TEST_CASE("a Deployment with the operator's labels and no owner is adopted by it
     REQUIRE(eventually([&] { return condition_status(ns.name(), "taken", "Degraded") == "True"; }, 120s));
     CHECK(jsonpath("myresource", ns.name(), "taken", "{.status.conditions[?(@.type==\"Degraded\")].message}")
               .find("not controlled by this MyResource") != std::string::npos);
-    std::this_thread::sleep_for(3s);
+    // Retried with backoff: several attempts, none of which may take the Deployment.
+    const std::string errors = R"(controller_runtime_reconcile_errors_total{controller="myresource"})";
+    REQUIRE(eventually([&] { return operator_process.metric(errors) >= 3; }, 60s));
     CHECK(owner_of(ns.name(), "taken") == "ConfigMap owner " + config_map_uid + " true ;");
     CHECK(jsonpath("deployment", ns.name(), "taken", "{.metadata.generation}") == generation);
     CHECK(jsonpath("deployment", ns.name(), "taken", "{.spec.template.spec.containers[0].image}") ==

@@ -5,7 +5,6 @@
 #include <catch2/catch.hpp>
 
 #include <sstream>
-#include <thread>
 
 #include "myresource/operator_process.h"
 #include "support/testenv.h"
@@ -106,8 +105,9 @@ TEST_CASE("a canary starts next to the stable Deployment, then is promoted or re
     INFO("operator writes of shop-canary after the promotion:\n" << describe(deletes));
     REQUIRE(deletes.size() >= 1);
     CHECK(deletes.front().verb == "delete");
-    // The canary stays gone: a promoted canary is not started again.
-    std::this_thread::sleep_for(5s);
+    // The canary stays gone: a promoted canary is not started again, though the operator has done
+    // all it was going to do about the promotion.
+    operator_process.wait_until_settled();
     CHECK(deployment_gone(ns.name(), "shop-canary"));
   }
 
@@ -147,7 +147,7 @@ TEST_CASE(
   testenv::kubectl_apply(myresource_manifest(ns.name(), "web", "nginx:1.27.1", 2, canary_spec));
   REQUIRE(eventually([&] { return myresource_ready(ns.name(), "web"); }, 120s));
   REQUIRE(eventually([&] { return deployment_rolled(ns.name(), "web", "nginx:1.27.1"); }, 60s));
-  std::this_thread::sleep_for(3s);  // trailing status writes of the first rollout
+  operator_process.wait_until_settled();  // trailing status writes of the first rollout
 
   const std::string stable_fields = "{.metadata.uid} {.metadata.generation} {.metadata.resourceVersion}";
   const std::string stable_before = jsonpath("deployment", ns.name(), "web", stable_fields);
@@ -176,8 +176,9 @@ TEST_CASE(
                    30s));
   CHECK(
       eventually([&] { return has_event(ns.name(), "MyResource", "web", "Warning", "CanaryFailed"); }, 30s));
-  // It stays failed (not restarted) while the target is unchanged, even once nothing is pending.
-  std::this_thread::sleep_for(8s);
+  // It stays failed (not restarted) while the target is unchanged, even once nothing is pending: the
+  // operator has settled (the Deployment controller's last status changes of the canary reconciled).
+  operator_process.wait_until_settled();
   CHECK(condition_reason(ns.name(), "web", "Canary") == "CanaryFailed");
   CHECK(jsonpath("deployment", ns.name(), "web-canary", "{.spec.replicas}") == "0");
   CHECK(myresource_ready(ns.name(), "web"));

@@ -9,7 +9,6 @@
 #include <set>
 #include <sstream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "base/base64.h"
@@ -280,7 +279,7 @@ TEST_CASE(
   REQUIRE(eventually([&] { return ready() == kObjects; }, 300s));
   CHECK(stored_api_versions(ns.name()) ==
         std::map<std::string, std::size_t>{{"myorg.io/v1alpha1", kObjects}});
-  std::this_thread::sleep_for(3s);  // the last status and event writes of the rollouts settle
+  operator_process.wait_until_settled();  // the last status and event writes of the rollouts
 
   // The upgrade: the operator stopped, the CRD of this release (v1beta1 stored, conversion by the
   // operator's webhook), the operator started again.
@@ -344,7 +343,9 @@ TEST_CASE(
   const auto restart_mark = audit_mark();
   operator_process.start();
   CHECK(eventually([&] { return ready() == kObjects; }, 60s));
-  std::this_thread::sleep_for(5s);
+  // Its initial lists reconciled (one reconcile of each object at least), and all that followed.
+  operator_process.wait_for_reconciles(kObjects);
+  operator_process.wait_until_settled();
   // Of this namespace and of cluster-scoped objects (the CRD): watching every namespace, the operator
   // also finishes what earlier cases of this control plane left (their objects' finalizers).
   std::size_t after_restart = 0;

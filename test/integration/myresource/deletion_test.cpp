@@ -199,8 +199,9 @@ TEST_CASE(
                "[\"" + std::string(kTestHold) + "\"]";
       },
       60s));
-  // The operator polls a Terminating child every 2 s: several looks, and it must keep waiting.
-  std::this_thread::sleep_for(7s);
+  // The operator does not poll a Terminating child: its changes (the garbage collector's) bring the
+  // next passes. Once it has settled after the last of them, it must still be waiting.
+  operator_process.wait_until_settled();
   CHECK(jsonpath("myresource", ns.name(), "web", "{.metadata.finalizers}").find(kOperatorFinalizer) !=
         std::string::npos);
   CHECK(condition_reason(ns.name(), "web", "Ready") == "Deleting");
@@ -288,7 +289,8 @@ TEST_CASE("deletions interrupted by a killed operator finish after its restart",
   INFO("MyResources left when the operator was killed: " << left_at_kill);
 
   // While it is down, nothing finishes them: the rest stay Terminating, finalizer held.
-  std::this_thread::sleep_for(2s);  // a request the operator had in flight lands
+  // A request the operator had in flight lands: its writes stop reaching the audit log.
+  wait_until_audit_quiet(operator_process.user());
   const auto stuck = names_of(list_objects(client, myresource::myresource_type(), ns.name()));
   INFO("Terminating while the operator is down: " << stuck.size());
   WARN("operator killed with " << left_at_kill << " of " << kCount << " MyResources left; " << stuck.size()

@@ -245,8 +245,9 @@ TEST_CASE(
   const std::string stall_began = audit_now();
   testenv::kubectl_or_fail("patch myresource web -n " + ns.name() +
                            " --type merge -p '{\"spec\":{\"image\":\"nginx:1.27.2\"}}'");
-  // Nothing reaches the operator: its Deployment keeps the old image while the stall lasts.
-  std::this_thread::sleep_for(5s);
+  // Nothing reaches the operator: it settles (no key queued or reconciled for a while) with the change
+  // in the API server, and its Deployment keeps the old image while the stall lasts.
+  operator_process.wait_until_settled();
   CHECK(jsonpath("deployment", ns.name(), "web", "{.spec.template.spec.containers[0].image}") ==
         "nginx:1.27.1");
 
@@ -412,8 +413,9 @@ TEST_CASE(
   REQUIRE(converged);
   CHECK(one_current_deployment_each(*client, ns.name()).empty());
 
-  // Trailing status writes of the rollouts land, then count.
-  std::this_thread::sleep_for(10s);
+  // Trailing status writes of the rollouts land, then count. Quiet for three latencies: an answer and
+  // the watch event it causes each come 2 s late, and the operator is idle while it waits for them.
+  operator_process.wait_until_settled(6s, 300s);
   const auto writes = audit_writes(operator_process.user(), mark);
   const auto deployments = writes_per_name(writes, "deployments");
   const auto finalizers = writes_per_name(writes, "myresources");

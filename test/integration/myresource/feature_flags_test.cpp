@@ -3,8 +3,6 @@
 // a MyResource's myorg.io/features annotation overrides it for that object.
 #include <catch2/catch.hpp>
 
-#include <thread>
-
 #include "myresource/operator_process.h"
 #include "support/testenv.h"
 
@@ -99,7 +97,8 @@ TEST_CASE("the myorg.io/features annotation wins over the feature ConfigMap for 
   set_feature_flags(ns.name(), {{"canary", "true"}});
   REQUIRE(eventually([&] { return deployment_exists(ns.name(), "follower-canary"); }, 60s));
   REQUIRE(eventually([&] { return canary_is(ns.name(), "follower", "CanaryRunning"); }, 30s));
-  std::this_thread::sleep_for(2s);
+  // The change enqueued every MyResource ("follower" shows it was seen); the operator is done with all.
+  operator_process.wait_until_settled();
   CHECK(canary_is(ns.name(), "plain", "CanaryDisabled"));
   CHECK(deployment_gone(ns.name(), "plain-canary"));
   CHECK(canary_is(ns.name(), "override", "CanaryRunning"));

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -251,6 +252,70 @@ double OperatorProcess::metric(const std::string& sample) const {
   return -1;
 }
 
+OperatorProcess::Work OperatorProcess::work() const {
+  const std::string text = metrics();
+  Work work;
+  work.read = !text.empty();
+  work.queue_adds = metric_sum(text, "workqueue_adds_total");
+  work.reconciles = metric_sum(text, "controller_runtime_reconcile_total");
+  work.queued = metric_sum(text, "workqueue_depth");
+  work.in_flight = metric_sum(text, "controller_runtime_active_workers");
+  return work;
+}
+
+std::string OperatorProcess::Work::describe() const {
+  if (!read) return "(no /metrics)";
+  std::ostringstream text;
+  text << queue_adds << " queue adds, " << reconciles << " reconciles; " << queued << " keys queued, "
+       << in_flight << " reconciles running";
+  return text.str();
+}
+
+void OperatorProcess::wait_until_settled(std::chrono::milliseconds quiet, std::chrono::milliseconds limit) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + limit;
+  AuditTail writes(options_.user);
+  Work last;
+  std::size_t last_writes = 0;
+  auto quiet_since = Clock::now();
+  while (true) {
+    if (!running())
+      FAIL("my-operator exited while the test waited for it to settle; its log:\n" << log_tail());
+    const Work now = work();
+    const std::size_t now_writes = writes.writes();
+    const auto at = Clock::now();
+    if (!now.idle() || !last.read || now.queue_adds != last.queue_adds || now.reconciles != last.reconciles ||
+        now_writes != last_writes)
+      quiet_since = at;
+    else if (at - quiet_since >= quiet)
+      return;
+    last = now;
+    last_writes = now_writes;
+    if (at >= deadline)
+      FAIL("my-operator did not settle (" << quiet.count() << " ms without work) within " << limit.count()
+                                          << " ms: " << now.describe() << ", " << now_writes
+                                          << " writes meanwhile; its log:\n"
+                                          << log_tail());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+}
+
+void OperatorProcess::wait_for_reconciles(double count, std::chrono::milliseconds limit) {
+  Work now;
+  const bool reached = eventually(
+      [&] {
+        now = work();
+        return !running() || now.reconciles >= count;
+      },
+      limit);
+  if (!running())
+    FAIL("my-operator exited while the test waited for its reconciles; its log:\n" << log_tail());
+  if (!reached)
+    FAIL("my-operator finished " << now.reconciles << " reconciles, not " << count << ", within "
+                                 << limit.count() << " ms: " << now.describe() << "; its log:\n"
+                                 << log_tail());
+}
+
 std::string OperatorProcess::log_tail(std::size_t lines) const { return testing::log_tail(log_path_, lines); }
 
 std::string AuditEntry::describe() const {
@@ -270,6 +335,76 @@ std::size_t audit_mark() {
   return lines;
 }
 
+namespace {
+
+// One line of the audit log as an entry of `user`'s; nullopt for another user's, another stage or a
+// line that is not JSON.
+std::optional<AuditEntry> audit_entry_of(const std::string& line, const std::string& user) {
+  if (line.find(user) == std::string::npos) return std::nullopt;
+  rapidjson::Document entry;
+  if (entry.Parse(line.c_str()).HasParseError() || !entry.IsObject()) return std::nullopt;
+  if (string_member(entry, "stage") != "ResponseComplete") return std::nullopt;
+  auto found_user = entry.FindMember("user");
+  if (found_user == entry.MemberEnd() || string_member(found_user->value, "username") != user)
+    return std::nullopt;
+  AuditEntry result;
+  result.verb = string_member(entry, "verb");
+  result.request_uri = string_member(entry, "requestURI");
+  result.received = string_member(entry, "requestReceivedTimestamp");
+  result.completed = string_member(entry, "stageTimestamp");
+  if (auto ref = entry.FindMember("objectRef"); ref != entry.MemberEnd()) {
+    result.resource = string_member(ref->value, "resource");
+    result.subresource = string_member(ref->value, "subresource");
+    result.namespace_ = string_member(ref->value, "namespace");
+    result.name = string_member(ref->value, "name");
+  }
+  if (auto status = entry.FindMember("responseStatus");
+      status != entry.MemberEnd() && status->value.IsObject() && status->value.HasMember("code") &&
+      status->value["code"].IsInt())
+    result.code = status->value["code"].GetInt();
+  return result;
+}
+
+// A change to the cluster as audit_writes counts it: Events and Leases are the operator's report
+// and heartbeat.
+bool counted_write(const AuditEntry& entry) {
+  return is_write(entry.verb) && entry.resource != "events" && entry.resource != "leases";
+}
+
+}  // namespace
+
+AuditTail::AuditTail(std::string user) : user_(std::move(user)) {
+  std::ifstream log(testenv::audit_log_path(), std::ios::binary | std::ios::ate);
+  if (!log)
+    FAIL("no audit log at " << testenv::audit_log_path() << " (the control plane must run with --audit)");
+  offset_ = static_cast<std::size_t>(log.tellg());
+}
+
+std::size_t AuditTail::writes() {
+  read();
+  return writes_;
+}
+
+std::size_t AuditTail::all_writes() {
+  read();
+  return all_writes_;
+}
+
+void AuditTail::read() {
+  std::ifstream log(testenv::audit_log_path(), std::ios::binary);
+  log.seekg(static_cast<std::streamoff>(offset_));
+  const std::string appended((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  offset_ += appended.size();
+  pending_ += appended;
+  std::size_t start = 0;
+  for (std::size_t end; (end = pending_.find('\n', start)) != std::string::npos; start = end + 1) {
+    const auto entry = audit_entry_of(pending_.substr(start, end - start), user_);
+    if (entry && counted_write(*entry)) ++writes_;
+    if (entry && is_write(entry->verb)) ++all_writes_;
+  }
+  pending_.erase(0, start);  // a line the API server is still writing waits for its end
+}
+
 std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark) {
   std::ifstream log(testenv::audit_log_path());
   if (!log)
@@ -277,28 +412,8 @@ std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark)
   std::vector<AuditEntry> entries;
   std::string line;
   for (std::size_t number = 0; std::getline(log, line); ++number) {
-    if (number < mark || line.find(user) == std::string::npos) continue;
-    rapidjson::Document entry;
-    if (entry.Parse(line.c_str()).HasParseError() || !entry.IsObject()) continue;
-    if (string_member(entry, "stage") != "ResponseComplete") continue;
-    auto found_user = entry.FindMember("user");
-    if (found_user == entry.MemberEnd() || string_member(found_user->value, "username") != user) continue;
-    AuditEntry result;
-    result.verb = string_member(entry, "verb");
-    result.request_uri = string_member(entry, "requestURI");
-    result.received = string_member(entry, "requestReceivedTimestamp");
-    result.completed = string_member(entry, "stageTimestamp");
-    if (auto ref = entry.FindMember("objectRef"); ref != entry.MemberEnd()) {
-      result.resource = string_member(ref->value, "resource");
-      result.subresource = string_member(ref->value, "subresource");
-      result.namespace_ = string_member(ref->value, "namespace");
-      result.name = string_member(ref->value, "name");
-    }
-    if (auto status = entry.FindMember("responseStatus");
-        status != entry.MemberEnd() && status->value.IsObject() && status->value.HasMember("code") &&
-        status->value["code"].IsInt())
-      result.code = status->value["code"].GetInt();
-    entries.push_back(std::move(result));
+    if (number < mark) continue;
+    if (auto entry = audit_entry_of(line, user)) entries.push_back(std::move(*entry));
   }
   return entries;
 }
@@ -306,10 +421,26 @@ std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark)
 std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark) {
   std::vector<AuditEntry> writes;
   for (auto& entry : audit_entries(user, mark)) {
-    if (is_write(entry.verb) && entry.resource != "events" && entry.resource != "leases")
-      writes.push_back(std::move(entry));
+    if (counted_write(entry)) writes.push_back(std::move(entry));
   }
   return writes;
+}
+
+void wait_until_audit_quiet(const std::string& user, std::chrono::milliseconds quiet,
+                            std::chrono::milliseconds limit) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + limit;
+  AuditTail tail(user);
+  std::size_t last = 0;
+  auto quiet_since = Clock::now();
+  while (Clock::now() - quiet_since < quiet) {
+    if (Clock::now() >= deadline)
+      FAIL(user << "'s writes still reach the audit log " << limit.count() << " ms on: " << last);
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    const std::size_t now = tail.all_writes();
+    if (now != last) quiet_since = Clock::now();
+    last = now;
+  }
 }
 
 double metric_sum(const std::string& metrics, const std::string& name,

@@ -75,6 +75,32 @@ class OperatorProcess {
   // The value of one sample line of /metrics, e.g. `myoperator_orphans_total{action="deleted"}`;
   // -1 when the line is absent.
   double metric(const std::string& sample) const;
+  // What the running process has done so far, from its /metrics (sums over controllers and queues).
+  struct Work {
+    bool read = false;      // false when /metrics could not be read
+    double queue_adds = 0;  // workqueue_adds_total
+    double reconciles = 0;  // controller_runtime_reconcile_total, every result
+    double queued = 0;      // workqueue_depth: keys ready for a worker
+    double in_flight = 0;   // controller_runtime_active_workers: reconciles running
+    bool idle() const { return read && queued == 0 && in_flight == 0; }
+    std::string describe() const;
+  };
+  Work work() const;
+  // Waits until the operator has settled: no key queued, no reconcile running, and for `quiet` on end
+  // nothing added to its queues, nothing reconciled and no write of its user in the audit log (as
+  // audit_writes counts them: Events and Leases, its report and heartbeat, which trail on a thread
+  // of their own, are not). The observable a test waits on before it counts writes, or before it
+  // checks that something did not happen: whatever the operator was going to do about what the test
+  // did, it has done. `limit` only turns an operator that never settles (a write or retry storm) into
+  // a failure: FAILs then, with its counters and log. A key waiting out a requeueAfter is not seen
+  // (the queue shows no delayed keys); a reconcile that requeues itself more often than `quiet` never
+  // settles.
+  void wait_until_settled(std::chrono::milliseconds quiet = std::chrono::seconds(3),
+                          std::chrono::milliseconds limit = std::chrono::seconds(180));
+  // Waits (at most `limit`, then FAILs) until the running process has finished `count` reconciles
+  // in all (controller_runtime_reconcile_total; it counts from 0 at every start). A witness that
+  // something the test cannot see (a resync, a retry, an initial list) did run.
+  void wait_for_reconciles(double count, std::chrono::milliseconds limit = std::chrono::seconds(120));
   // The last lines of the operator's log (all starts, appended).
   std::string log_tail(std::size_t lines = 60) const;
   const std::string& user() const { return options_.user; }
@@ -126,6 +152,32 @@ std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark 
 // excepted: those are the operator's report and heartbeat, not changes to the cluster.
 std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark = 0);
 std::string describe(const std::vector<AuditEntry>& entries);
+// `user`'s writes appended to the audit log since this was made, read as they come: each call reads
+// only what was appended since the last, however long the log has grown.
+class AuditTail {
+ public:
+  explicit AuditTail(std::string user);
+  // Writes as audit_writes counts them (Events and Leases excepted).
+  std::size_t writes();
+  // Every create, update, patch and delete, Events and Leases included.
+  std::size_t all_writes();
+
+ private:
+  void read();
+
+  std::string user_;
+  std::size_t offset_ = 0;
+  std::string pending_;  // the start of a line not yet complete
+  std::size_t writes_ = 0;
+  std::size_t all_writes_ = 0;
+};
+
+// Waits until no write of `user` (every create, update, patch and delete, Events and Leases included)
+// has reached the audit log for `quiet`: a process that was killed or paused has no write in flight
+// any more. FAILs when they still come after `limit`.
+void wait_until_audit_quiet(const std::string& user,
+                            std::chrono::milliseconds quiet = std::chrono::seconds(2),
+                            std::chrono::milliseconds limit = std::chrono::seconds(60));
 
 // The MyResource collection in v1alpha1, the version users' manifests name (the operator works on
 // v1beta1): the API server converts through the fixture's webhook.

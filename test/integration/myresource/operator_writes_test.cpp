@@ -1,9 +1,9 @@
 // The operator writes only what differs: one Deployment update per spec change, and nothing at
 // all for an unchanged spec, a resync or a restart. Counted in the API server's audit log, under
-// the operator's own user.
+// the operator's own user, once the operator has settled (OperatorProcess::wait_until_settled) and,
+// where the point is that it wrote nothing, once its metrics show the reconciles that could have
+// written (resyncs, the initial list after a restart) did run.
 #include <catch2/catch.hpp>
-
-#include <thread>
 
 #include "myresource/operator_process.h"
 #include "support/testenv.h"
@@ -37,8 +37,8 @@ TEST_CASE("a spec change is one Deployment update, an unchanged spec, a resync a
   testenv::kubectl_apply(myresource_manifest(ns.name(), "web", "nginx:1.27.1", 2));
   REQUIRE(eventually([&] { return myresource_ready(ns.name(), "web"); }, 120s));
   REQUIRE(eventually([&] { return deployment_rolled(ns.name(), "web", "nginx:1.27.1"); }, 60s));
-  // Let trailing status writes of the first rollout land before counting.
-  std::this_thread::sleep_for(3s);
+  // The trailing status writes of the first rollout land before counting.
+  operator_process.wait_until_settled();
 
   SECTION("a spec change: exactly one Deployment write, and the status follows") {
     const std::size_t mark = audit_mark();
@@ -46,7 +46,7 @@ TEST_CASE("a spec change is one Deployment update, an unchanged spec, a resync a
                              " --type merge -p '{\"spec\":{\"image\":\"nginx:1.27.2\"}}'");
     REQUIRE(eventually([&] { return deployment_rolled(ns.name(), "web", "nginx:1.27.2"); }, 120s));
     REQUIRE(eventually([&] { return myresource_ready(ns.name(), "web"); }, 60s));
-    std::this_thread::sleep_for(3s);
+    operator_process.wait_until_settled();
     const auto writes = audit_writes(operator_process.user(), mark);
     INFO("writes after the spec change:\n" << describe(writes));
     CHECK(only(writes, "deployments").size() == 1);
@@ -58,13 +58,16 @@ TEST_CASE("a spec change is one Deployment update, an unchanged spec, a resync a
 
   SECTION("an unchanged spec applied again, and resyncs: no write") {
     const std::size_t mark = audit_mark();
+    const double reconciles_before = operator_process.work().reconciles;
     testenv::kubectl_apply(myresource_manifest(ns.name(), "web", "nginx:1.27.1", 2));
     // A label change bumps no generation and changes nothing the operator owns.
     testenv::kubectl_or_fail("label myresource web -n " + ns.name() + " team=blue");
-    // --resync-period 20s: at least two resyncs of every object happen in this window.
-    std::this_thread::sleep_for(45s);
+    // The label change is one reconcile; with nothing else changing, the two after it can only be
+    // resyncs (--resync-period 20s, of the MyResources and of the Deployments).
+    operator_process.wait_for_reconciles(reconciles_before + 3, 120s);
+    operator_process.wait_until_settled();
     const auto writes = audit_writes(operator_process.user(), mark);
-    INFO("writes:\n" << describe(writes));
+    INFO("writes:\n" << describe(writes) << "operator: " << operator_process.work().describe());
     CHECK(writes.empty());
     CHECK(operator_process.running());
   }
@@ -73,7 +76,9 @@ TEST_CASE("a spec change is one Deployment update, an unchanged spec, a resync a
     operator_process.stop();
     const std::size_t mark = audit_mark();
     operator_process.start();
-    std::this_thread::sleep_for(15s);
+    // The initial list of "web" reconciled, and whatever followed it done.
+    operator_process.wait_for_reconciles(1);
+    operator_process.wait_until_settled();
     const auto entries = audit_entries(operator_process.user(), mark);
     const auto writes = audit_writes(operator_process.user(), mark);
     INFO("requests after the restart:\n" << describe(entries));

@@ -490,8 +490,9 @@ TEST_CASE("a sharded replica paused past its membership deadline never writes ag
   // Pause replica 0 (as a stalled node would), change everything, and keep it paused past the
   // lease duration: replica 1 takes its slots over and reconciles the changes.
   replicas.at(0).signal(SIGSTOP);
-  // (A request it sent just before the pause may still complete, and be logged, in this second.)
-  std::this_thread::sleep_for(1s);
+  // A write it sent just before the pause may still complete, and be logged: counted from when its
+  // writes in the log stop changing.
+  wait_until_audit_quiet(replicas.at(0).user());
   const std::size_t paused_mark = audit_mark();
   patch_myresources(namespaces, 60, R"({"replicas":3})");
   const bool taken_over =

@@ -5,7 +5,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <cstdio>
+#include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
@@ -164,48 +168,22 @@ class ReleaseGuard {
 // `manifest` with the MyResource CRD's conversion clientConfig replaced by the run's (the fixture's
 // webhook URL and CA, as testenv::crd_manifest has it): applied to the run's CRD, a Service there would
 // sit beside the URL, which the API server refuses (whoever else owns the URL field: a client-side
-// apply, or Argo CD's field manager after the Argo CD cases). Every other field is left as it is.
+// apply, or Argo CD's field manager after the Argo CD cases). Rewritten by the one rewriter the fixture,
+// the bench and the Argo CD environment use too (hack/lib/webhook_client_config.py): every other line
+// is left as it is. A manifest without that CRD is returned unchanged; FAILs when the rewriter does.
 inline std::string with_fixture_webhook(const std::string& manifest) {
   if (manifest.find("CustomResourceDefinition") == std::string::npos) return manifest;
-  // Document by document, as text: only the CRD is parsed and written again (yaml-cpp would drop the
-  // quotes of strings such as a ConfigMap's "true").
-  std::vector<std::string> documents(1);
-  std::istringstream lines(manifest);
-  for (std::string line; std::getline(lines, line);) {
-    if (line == "---")
-      documents.emplace_back();
-    else
-      documents.back() += line + "\n";
-  }
-  std::string result;
-  for (const std::string& text : documents) {
-    const bool crd = text.find("kind: CustomResourceDefinition") != std::string::npos &&
-                     text.find("name: myresources.myorg.io") != std::string::npos;
-    if (!crd) {
-      result += "---\n" + text;
-      continue;
-    }
-    // The block under `clientConfig:` (its deeper-indented lines) becomes url and caBundle.
-    std::istringstream crd_lines(text);
-    std::string rewritten;
-    std::size_t skip_deeper_than = std::string::npos;
-    for (std::string line; std::getline(crd_lines, line);) {
-      const std::size_t indent = line.find_first_not_of(' ');
-      if (skip_deeper_than != std::string::npos) {
-        if (indent != std::string::npos && indent > skip_deeper_than) continue;
-        skip_deeper_than = std::string::npos;
-      }
-      rewritten += line + "\n";
-      if (indent != std::string::npos && line.substr(indent) == "clientConfig:") {
-        const std::string inner(indent + 2, ' ');
-        rewritten += inner + "url: " + testenv::webhook_url() + "\n" + inner +
-                     "caBundle: " + testenv::webhook_ca_bundle() + "\n";
-        skip_deeper_than = indent;
-      }
-    }
-    result += "---\n" + rewritten;
-  }
-  return result;
+  static int count = 0;
+  const std::string file = testenv::binary_dir() + "/testenv/with-fixture-webhook-" +
+                           std::to_string(::getpid()) + "-" + std::to_string(++count) + ".yaml";
+  { std::ofstream(file) << manifest; }
+  const auto rewritten =
+      testenv::run(shell_quote(testenv::source_dir() + "/hack/lib/webhook_client_config.py") +
+                   " crd-if-present " + shell_quote(testenv::webhook_url()) + " " +
+                   shell_quote(testenv::webhook_ca_path()) + " " + shell_quote(file));
+  std::remove(file.c_str());
+  if (!rewritten.ok()) FAIL("hack/lib/webhook_client_config.py crd-if-present failed: " << rewritten.output);
+  return rewritten.output;
 }
 
 // `kubectl apply --server-side --dry-run=server` of a manifest text, as Argo CD applies the chart

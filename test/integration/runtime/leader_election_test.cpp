@@ -4,6 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include <future>
+#include <set>
+#include <string>
 
 #include "runtime/leader_election.h"
 #include "runtime_test_support.h"
@@ -29,6 +31,11 @@ std::string lease_holder(const std::string& namespace_name) {
       .output;
 }
 
+std::string lease_renew_time(const std::string& namespace_name) {
+  return testenv::kubectl("get lease rt-test-lease -n " + namespace_name + " -o jsonpath={.spec.renewTime}")
+      .output;
+}
+
 }  // namespace
 
 TEST_CASE("two candidates: exactly one leads, release hands over within 3 s", "[runtime][leader_election]") {
@@ -46,8 +53,18 @@ TEST_CASE("two candidates: exactly one leads, release hands over within 3 s", "[
   auto second_leads =
       std::async(std::launch::async, [&] { return second->acquire(stop_second.get_token()); });
   REQUIRE(eventually([&] { return first->is_leader() || second->is_leader(); }, 30s));
-  // Several renew periods later there is still exactly one.
-  std::this_thread::sleep_for(5s);
+  // Several renewals later (each a new renewTime on the Lease) there is still exactly one, and there
+  // never were two meanwhile.
+  std::set<std::string> renewals;
+  bool both = false;
+  REQUIRE(eventually(
+      [&] {
+        both = both || (first->is_leader() && second->is_leader());
+        renewals.insert(lease_renew_time(ns.name()));
+        return renewals.size() >= 4;
+      },
+      60s));
+  CHECK_FALSE(both);
   REQUIRE(first->is_leader() != second->is_leader());
   auto& leader = first->is_leader() ? first : second;
   auto& standby = first->is_leader() ? second : first;
@@ -84,7 +101,14 @@ TEST_CASE("a leader cut off from the API server stops writing before its renew d
   });
   std::stop_source stop;
   REQUIRE(leader.acquire(stop.get_token()));
-  std::this_thread::sleep_for(3s);  // a renewal or two
+  // A renewal: a write after the one that acquired the Lease.
+  const auto writes_sent = [&] {
+    std::size_t writes = 0;
+    for (const auto& sent : transport->sent())
+      writes += sent.method == "PUT" || sent.method == "POST" ? 1 : 0;
+    return writes;
+  };
+  REQUIRE(eventually([&] { return writes_sent() >= 2; }, 30s));
   auto writes_before_cut = transport->sent();
   std::chrono::steady_clock::time_point last_write{};
   for (const auto& sent : writes_before_cut) {

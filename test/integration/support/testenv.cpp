@@ -150,10 +150,12 @@ std::string webhook_url() {
   return read_first_line(testenv_state() + "/webhook/url");
 }
 
-std::string webhook_ca_bundle() {
+std::string webhook_ca_path() {
   crd_manifest();
-  return base::encode_base64(read_file(testenv_state() + "/webhook/ca.crt"));
+  return testenv_state() + "/webhook/ca.crt";
 }
+
+std::string webhook_ca_bundle() { return base::encode_base64(read_file(webhook_ca_path())); }
 
 void apply_crd() {
   kubectl_or_fail("apply --server-side --force-conflicts -f " + quote(crd_manifest()) + " -f " +

@@ -65,6 +65,8 @@ void apply_crd();
 // webhook.caBundle.
 std::string webhook_url();
 std::string webhook_ca_bundle();
+// The file of that CA (PEM), e.g. for hack/lib/webhook_client_config.py.
+std::string webhook_ca_path();
 
 // The API server URL, e.g. https://127.0.0.1:34567 (from the kubeconfig).
 std::string server_url();

@@ -10,10 +10,13 @@
 #include <thread>
 #include <vector>
 
+#include "support/eventually.h"
 #include "support/fake_clock.h"
+#include "support/thread_state.h"
 
 using namespace std::chrono_literals;
 using namespace myop::runtime;
+using myop::testing::eventually;
 
 namespace {
 
@@ -55,15 +58,20 @@ TEST_CASE("deactivate refuses new tickets at once and waits for those out", "[ru
   auto held = std::make_unique<std::optional<ShardGate::Ticket>>(gate.enter(name));
   REQUIRE(*held);
   std::atomic<bool> returned{false};
+  std::atomic<pid_t> deactivating{0};
   auto deactivated = std::async(std::launch::async, [&] {
+    deactivating = myop::testing::current_thread_id();
     const bool drained = gate.deactivate(7);
     returned = true;
     return drained;
   });
   // Refused as soon as deactivate has marked the slot (it does so before waiting).
-  while (gate.active(7)) std::this_thread::sleep_for(1ms);
+  // (CHECKs, not REQUIREs, until the ticket is back: ending the case earlier would block on the future.)
+  CHECK(eventually([&] { return !gate.active(7); }));
   CHECK_FALSE(gate.enter(name));
-  std::this_thread::sleep_for(50ms);
+  // Then it waits for the ticket: its thread goes to sleep, without returning first. (Slot marked and
+  // wait entered under one lock: once the slot reads inactive, the thread is in its wait or past it.)
+  CHECK(eventually([&] { return returned || myop::testing::thread_asleep(deactivating); }));
   CHECK_FALSE(returned);  // the ticket is still out
   held.reset();
   CHECK(deactivated.get());
@@ -101,26 +109,42 @@ TEST_CASE("tickets and deactivation race without a ticket slipping through", "[r
   OpenGate gate;
   const std::string name = namespace_in(9);
   gate.activate(9);
+  // Every worker is seen taking tickets before the deactivation and being refused after it, so the
+  // race is run whatever the machine's speed.
+  constexpr int kWorkers = 4;
   std::atomic<bool> drained{false};
   std::atomic<int> after_drain{0};
   std::atomic<bool> done{false};
+  std::vector<std::atomic<int>> taken(kWorkers);
+  std::vector<std::atomic<int>> refused_after_drain(kWorkers);
   std::vector<std::thread> workers;
-  for (int i = 0; i < 4; ++i) {
-    workers.emplace_back([&] {
+  for (int i = 0; i < kWorkers; ++i) {
+    workers.emplace_back([&, i] {
       while (!done) {
         if (auto ticket = gate.enter(name)) {
-          std::this_thread::sleep_for(100us);
+          ++taken[i];
+          std::this_thread::sleep_for(100us);  // holding it: deactivate has to wait for it
           if (drained) ++after_drain;
+        } else if (drained) {
+          ++refused_after_drain[i];
         }
       }
     });
   }
-  std::this_thread::sleep_for(20ms);
-  REQUIRE(gate.deactivate(9));
+  const auto every_worker = [&](const std::vector<std::atomic<int>>& counts, int at_least) {
+    for (const auto& count : counts)
+      if (count < at_least) return false;
+    return true;
+  };
+  const bool busy = eventually([&] { return every_worker(taken, 20); });
+  const bool deactivated = gate.deactivate(9);
   drained = true;
-  std::this_thread::sleep_for(20ms);
+  const bool kept_trying = eventually([&] { return every_worker(refused_after_drain, 20); });
   done = true;
   for (auto& worker : workers) worker.join();
+  REQUIRE(busy);
+  REQUIRE(deactivated);
+  REQUIRE(kept_trying);
   CHECK(after_drain == 0);
 }
 
