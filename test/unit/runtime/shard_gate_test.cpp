@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <future>
@@ -118,6 +119,7 @@ TEST_CASE("tickets and deactivation race without a ticket slipping through", "[r
   std::vector<std::atomic<int>> taken(kWorkers);
   std::vector<std::atomic<int>> refused_after_drain(kWorkers);
   std::vector<std::thread> workers;
+  workers.reserve(kWorkers);
   for (int i = 0; i < kWorkers; ++i) {
     workers.emplace_back([&, i] {
       while (!done) {
@@ -132,9 +134,8 @@ TEST_CASE("tickets and deactivation race without a ticket slipping through", "[r
     });
   }
   const auto every_worker = [&](const std::vector<std::atomic<int>>& counts, int at_least) {
-    for (const auto& count : counts)
-      if (count < at_least) return false;
-    return true;
+    return std::all_of(counts.begin(), counts.end(),
+                       [at_least](const auto& count) { return count >= at_least; });
   };
   const bool busy = eventually([&] { return every_worker(taken, 20); });
   const bool deactivated = gate.deactivate(9);
