@@ -17,6 +17,7 @@
 #include "kube/object.h"
 #include "metrics_reader.h"
 #include "runtime/logging.h"
+#include "support/fake_clock.h"
 
 using namespace myop;
 using namespace myop::runtime;
@@ -234,7 +235,7 @@ struct Fixture {
   }
 
   double metric(const std::string& name, const std::string& label, const std::string& value) {
-    return testing::metric_value(*registry, name, {{label, value}}).value_or(-1);
+    return runtime::testing::metric_value(*registry, name, {{label, value}}).value_or(-1);
   }
 
   // Every object stored in `version`.
@@ -444,4 +445,39 @@ TEST_CASE(
   CHECK(fixture.server->patched() == std::vector<std::string>{"app-0", "app-1"});
   CHECK(gate->in_flight(0) == 0);
   CHECK(fixture.server->stored_versions() == std::vector<std::string>{"v1alpha1", "v1beta1"});
+}
+
+TEST_CASE(
+    "storage migrator, started: a pass at once, refused objects again every retry_interval, a check "
+    "every check_interval, on the clock",
+    "[storage-migration]") {
+  Fixture fixture(3);
+  fixture.server->refuse("app-1");
+  auto clock = std::make_shared<myop::testing::FakeClock>();
+  auto options = fixture.options();
+  options.check_interval = std::chrono::minutes(10);
+  options.retry_interval = std::chrono::seconds(30);
+  options.clock = clock;
+  StorageVersionMigrator migrator(options);
+  const auto start = clock->now();
+  migrator.start();
+  // The first pass: app-1 refused, so the next pass after retry_interval.
+  REQUIRE(clock->await_deadline(start + std::chrono::seconds(30)));
+  CHECK(counts(fixture.server->patched()) ==
+        std::map<std::string, int>{{"app-0", 1}, {"app-1", 1}, {"app-2", 1}});
+  CHECK(fixture.server->stored_versions() == std::vector<std::string>{"v1alpha1", "v1beta1"});
+  fixture.server->unrefuse("app-1");
+  clock->advance(std::chrono::seconds(30));
+  // The second writes app-1 only and trims; the next check after check_interval.
+  REQUIRE(clock->await_deadline(start + std::chrono::seconds(30) + std::chrono::minutes(10)));
+  CHECK(counts(fixture.server->patched()) ==
+        std::map<std::string, int>{{"app-0", 1}, {"app-1", 2}, {"app-2", 1}});
+  CHECK(fixture.server->stored_versions() == std::vector<std::string>{"v1beta1"});
+  const auto requests = fixture.server->requests().size();
+  clock->advance(std::chrono::minutes(10));
+  // Nothing to do: one read of the CRD, and the next check a period later.
+  REQUIRE(clock->await_deadline(start + std::chrono::seconds(30) + std::chrono::minutes(20)));
+  CHECK(fixture.server->requests().size() == requests + 1);
+  migrator.stop();
+  CHECK(clock->waiters() == 0);
 }
