@@ -61,14 +61,7 @@ Manager::Manager(ManagerOptions options) : options_(std::move(options)) {
     if (!options_.sharding->clock) options_.sharding->clock = options_.clock;
     shard_gate_ = std::make_shared<ShardGate>(kShardSlots, options_.clock);
     // Every write of a namespaced object goes out only while its slot is ours and our membership fresh.
-    writer_->set_fence([gate = shard_gate_](const kube::ResourceType& type,
-                                            const ObjectKey& key) -> std::optional<kube::Error> {
-      if (!type.namespaced || gate->may_write(key.namespace_name)) return std::nullopt;
-      return kube::make_error(kube::Reason::Cancelled, "not written: the shard slot of namespace " +
-                                                           key.namespace_name +
-                                                           " is not this replica's now (handed over, or "
-                                                           "membership lost)");
-    });
+    writer_->set_fence(shard_fence(shard_gate_));
     shard_coordinator_ =
         std::make_unique<ShardCoordinator>(options_.client, *informers_, shard_gate_, *options_.sharding);
   }

@@ -142,4 +142,15 @@ kube::Result<ObjectPointer> Writer::remove(const kube::ResourceType& type, const
   return store(snapshots, answer.value());
 }
 
+Writer::Fence shard_fence(std::shared_ptr<const ShardGate> gate) {
+  return [gate = std::move(gate)](const kube::ResourceType& type,
+                                  const ObjectKey& key) -> std::optional<kube::Error> {
+    if (!type.namespaced || gate->may_write(key.namespace_name)) return std::nullopt;
+    return kube::make_error(kube::Reason::Cancelled, "not written: the shard slot of namespace " +
+                                                         key.namespace_name +
+                                                         " is not this replica's now (handed over, or "
+                                                         "membership lost)");
+  };
+}
+
 }  // namespace myop::runtime

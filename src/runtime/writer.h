@@ -28,6 +28,7 @@
 #include "runtime/cache.h"
 #include "runtime/informer_registry.h"
 #include "runtime/object_key.h"
+#include "runtime/shard_gate.h"
 
 namespace myop::runtime {
 
@@ -83,5 +84,10 @@ class Writer {
   std::string field_manager_;
   Fence fence_;
 };
+
+// The fence of a sharded manager: a namespaced object is written only while its namespace's shard slot
+// is this replica's and its membership is fresh (ShardGate::may_write); anything else is refused with
+// Cancelled. Cluster-scoped objects are not sharded.
+Writer::Fence shard_fence(std::shared_ptr<const ShardGate> gate);
 
 }  // namespace myop::runtime

@@ -202,8 +202,8 @@ TEST_CASE("a stale resourceVersion is a Conflict returned unchanged: nothing wri
   CHECK(kube::is_already_exists(again.error()));
 }
 
-// The fence as the manager sets it under sharding (runtime/manager.cpp): writes of a namespaced object
-// only while its shard slot is this replica's and the membership deadline has not passed.
+// The fence the manager sets under sharding (shard_fence): writes of a namespaced object only while its
+// shard slot is this replica's and the membership deadline has not passed.
 TEST_CASE("a write the fence refuses is not sent: its error comes back and the cache is untouched",
           "[runtime][writer][sharding]") {
   Fixture fixture;
@@ -212,10 +212,9 @@ TEST_CASE("a write the fence refuses is not sent: its error comes back and the c
   auto gate = std::make_shared<ShardGate>(kShardSlots, clock);
   std::vector<ObjectKey> asked;
   fixture.writer.set_fence(
-      [&](const kube::ResourceType& fenced, const ObjectKey& key) -> std::optional<kube::Error> {
+      [&, fence = shard_fence(gate)](const kube::ResourceType& fenced, const ObjectKey& key) {
         asked.push_back(key);
-        if (!fenced.namespaced || gate->may_write(key.namespace_name)) return std::nullopt;
-        return kube::make_error(kube::Reason::Cancelled, "not written: shard slot of " + key.namespace_name);
+        return fence(fenced, key);
       });
   const int slot = shard_slot(kNamespace);
   gate->activate(slot);
@@ -243,7 +242,9 @@ TEST_CASE("a write the fence refuses is not sent: its error comes back and the c
     for (const auto& result : results) {
       REQUIRE_FALSE(result);
       CHECK(kube::is_cancelled(result.error()));
-      CHECK(result.error().message == "not written: shard slot of team-a");
+      CHECK(result.error().message ==
+            "not written: the shard slot of namespace team-a is not this replica's now (handed over, or "
+            "membership lost)");
     }
     CHECK(asked.size() == asked_before + results.size());
     CHECK(fixture.requests() == sent_before);  // nothing sent
