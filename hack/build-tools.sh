@@ -8,14 +8,17 @@
 # progress on stderr; `hack/build-tools.sh --print-bin-dir TOOL` prints the
 # folder holding TOOL's binaries (building it first if needed).
 #
-# Usage: hack/build-tools.sh [TOOL...]        (default: all tools)
+# Usage: hack/build-tools.sh [TOOL...]        (default: all tools, the control plane's first)
 #        hack/build-tools.sh --print-bin-dir TOOL
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 tools_dir="$repo/hack/tools"
 source "$tools_dir/versions.env"
 cache_root="${MYOP_TOOLS_CACHE:-$repo/.cache/tools}"
-all_tools=(etcd kubernetes kwok helm chainsaw opa syft jaeger argocd kubeconform toxiproxy)
+# In the order the tests need them: the control plane and syft first (every integration fixture;
+# the SBOM unit test), then the tools of the tests that come early (fault proxy, helm, kubeconform,
+# OPA), the rest last.
+all_tools=(etcd kubernetes kwok syft toxiproxy helm kubeconform opa chainsaw jaeger argocd)
 
 export CGO_ENABLED=0
 export GOFLAGS="${GOFLAGS:--mod=mod} -trimpath"
@@ -77,11 +80,33 @@ module_dir() {
 
 bin_dir_of() { echo "$cache_root/$1-$(tool_version "$1")-$(tool_key "$1")/bin"; }
 
+# One build of a tool at a time: `make test` builds the tools in the background
+# (hack/with-background-tools) while the tests that need one ask for it with --print-bin-dir; the
+# one that comes second waits for the first's build (a lock per tool) instead of building it again.
 build_tool() {
-  local tool=$1 version bin_dir
+  local tool=$1 version bin_dir lock
   version=$(tool_version "$tool")
   bin_dir=$(bin_dir_of "$tool")
   if [ -f "$bin_dir/.complete" ]; then return 0; fi
+  mkdir -p "$cache_root"
+  lock="$cache_root/.$tool.lock"
+  exec {lock_fd}>"$lock"
+  if ! flock --nonblock "$lock_fd"; then
+    echo "build-tools: waiting for the build of $tool under way (lock $lock)" >&2
+    # A build started by hack/with-background-tools runs at the lowest priority: someone now waits
+    # for it, so it gets the normal one (best effort: lowering a nice value needs privileges).
+    if [ -n "${MYOP_BACKGROUND_TOOLS_GROUP:-}" ]; then
+      renice -n 0 -g "$MYOP_BACKGROUND_TOOLS_GROUP" >/dev/null 2>&1 || true
+    fi
+    flock "$lock_fd"
+  fi
+  if [ -f "$bin_dir/.complete" ]; then exec {lock_fd}>&-; return 0; fi
+  build_tool_locked "$tool" "$version" "$bin_dir"
+  exec {lock_fd}>&-
+}
+
+build_tool_locked() {
+  local tool=$1 version=$2 bin_dir=$3
   echo "build-tools: building $tool $version into $bin_dir (first build only; cached afterwards)" >&2
   rm -rf "$bin_dir" && mkdir -p "$bin_dir"
   local started=$SECONDS

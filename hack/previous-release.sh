@@ -36,8 +36,10 @@ if [ ! -x "$binary" ]; then
   mkdir "$work/src"
   git -C "$repo" archive "$commit" | tar -x -C "$work/src"
   # The source folder is new each time: ccache matches its files relative to it.
+  # -O1: the binary serves one helm upgrade test, and runs beside the lanes on the same two cores;
+  # -O1 compiles faster than -O2.
   CCACHE_BASEDIR="$work/src" cmake -S "$work/src" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-    -DBUILD_TESTING=OFF >"$work/configure.log" 2>&1 ||
+    -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DBUILD_TESTING=OFF >"$work/configure.log" 2>&1 ||
     { cat "$work/configure.log" >&2; die "configuring $commit failed"; }
   CCACHE_BASEDIR="$work/src" cmake --build "$work/build" --target my-operator -j "$(nproc)" >"$work/build.log" 2>&1 ||
     { tail -50 "$work/build.log" >&2; die "building $commit failed"; }
