@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "base/clock.h"
+#include "base/text.h"
 #include "base/token_bucket.h"
 #include "kube/connection_pool.h"
 #include "kube/request_span.h"
@@ -557,25 +558,10 @@ class HttpsTransport final : public Transport {
 }  // namespace
 
 std::string encode_query(const QueryParameters& query) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  auto encode = [](std::string_view text) {
-    std::string encoded;
-    for (unsigned char c : text) {
-      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-          c == '.' || c == '_' || c == '~') {
-        encoded += static_cast<char>(c);
-      } else {
-        encoded += '%';
-        encoded += kHex[c >> 4];
-        encoded += kHex[c & 0x0F];
-      }
-    }
-    return encoded;
-  };
   std::string text;
   for (const auto& [name, value] : query) {
     if (!text.empty()) text += '&';
-    text += encode(name) + "=" + encode(value);
+    text += base::percent_encode(name) + "=" + base::percent_encode(value);
   }
   return text;
 }
