@@ -137,7 +137,8 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
     spdlog::info("webhook only: serving the conversion webhook on {} and the probes, no controller",
                  options.webhook_bind_address);
   } else {
-    if (auto problem = myresource::preflight(*client, options.namespaces)) return failure(*problem);
+    if (auto checked = myresource::preflight(*client, options.namespaces); !checked)
+      return std::move(checked).error();
   }
 
   const std::string identity = host_name();

@@ -1,6 +1,7 @@
 #pragma once
 // Text helpers shared by the layers.
 #include <cctype>
+#include <string>
 #include <string_view>
 
 namespace myop::base {
@@ -10,6 +11,29 @@ inline std::string_view trim(std::string_view text) {
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.front())) != 0) text.remove_prefix(1);
   while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())) != 0) text.remove_suffix(1);
   return text;
+}
+
+// RFC 3986 percent-encoding: every byte but the unreserved ones (A-Z a-z 0-9 - . _ ~) and those of
+// `also_kept` becomes %XX (upper-case hex). A query's names and values keep nothing more; a path
+// segment may keep ":@" (pchar), as Kubernetes names of RBAC objects ("system:node:a") are sent.
+inline std::string percent_encode(std::string_view text, std::string_view also_kept = {}) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string encoded;
+  encoded.reserve(text.size());
+  for (const char character : text) {
+    const auto byte = static_cast<unsigned char>(character);
+    const bool unreserved = (byte >= 'a' && byte <= 'z') || (byte >= 'A' && byte <= 'Z') ||
+                            (byte >= '0' && byte <= '9') || byte == '-' || byte == '.' || byte == '_' ||
+                            byte == '~' || also_kept.find(character) != std::string_view::npos;
+    if (unreserved) {
+      encoded += character;
+    } else {
+      encoded += '%';
+      encoded += kHex[byte >> 4];
+      encoded += kHex[byte & 0x0F];
+    }
+  }
+  return encoded;
 }
 
 }  // namespace myop::base

@@ -2,8 +2,8 @@
 //
 // An API error arrives as a metav1.Status body; a transport error (DNS, TCP, TLS) never reaches the
 // server. Both become an `Error` with a reason the caller can branch on and a message a person can act
-// on. `Result<T>` carries either a value or an Error across module boundaries; nothing in src/kube/
-// throws to its callers.
+// on. `Result<T>` (base::Result<T, Error>) carries either a value or an Error across module
+// boundaries; nothing in src/kube/ throws to its callers.
 #pragma once
 
 #include <rapidjson/document.h>
@@ -12,9 +12,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
-#include <variant>
 #include <vector>
+
+#include "base/result.h"
 
 namespace myop::kube {
 
@@ -94,45 +94,8 @@ inline bool is_timeout(const Error& error) { return error.reason == Reason::Time
 inline bool is_transport(const Error& error) { return error.reason == Reason::Transport; }
 inline bool is_cancelled(const Error& error) { return error.reason == Reason::Cancelled; }
 
-// A value or an Error. Access to the wrong alternative is a programmer error and throws
-// std::bad_variant_access, which is loud on purpose.
+// A value or an Error (base/result.h): what every API call returns.
 template <typename T>
-class [[nodiscard]] Result {
- public:
-  Result(T value) : content_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit by design
-  Result(Error error) : content_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
-
-  bool ok() const { return content_.index() == 0; }
-  explicit operator bool() const { return ok(); }
-
-  T& value() & { return std::get<0>(content_); }
-  const T& value() const& { return std::get<0>(content_); }
-  T&& value() && { return std::get<0>(std::move(content_)); }
-  T* operator->() { return &value(); }
-  const T* operator->() const { return &value(); }
-  T& operator*() & { return value(); }
-  const T& operator*() const& { return value(); }
-
-  const Error& error() const& { return std::get<1>(content_); }
-  Error&& error() && { return std::get<1>(std::move(content_)); }
-
- private:
-  std::variant<T, Error> content_;
-};
-
-template <>
-class [[nodiscard]] Result<void> {
- public:
-  Result() = default;
-  Result(Error error) : error_(std::move(error)) {}  // NOLINT: implicit by design
-
-  bool ok() const { return !error_.has_value(); }
-  explicit operator bool() const { return ok(); }
-  const Error& error() const& { return error_.value(); }
-  Error&& error() && { return std::move(error_).value(); }
-
- private:
-  std::optional<Error> error_;
-};
+using Result = base::Result<T, Error>;
 
 }  // namespace myop::kube

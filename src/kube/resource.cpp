@@ -1,24 +1,10 @@
 #include "kube/resource.h"
 
+#include "base/text.h"
+
 namespace myop::kube {
 
-std::string encode_path_segment(std::string_view segment) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  std::string encoded;
-  encoded.reserve(segment.size());
-  for (unsigned char c : segment) {
-    const bool unreserved = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-                            c == '-' || c == '.' || c == '_' || c == '~' || c == ':' || c == '@';
-    if (unreserved) {
-      encoded += static_cast<char>(c);
-    } else {
-      encoded += '%';
-      encoded += kHex[c >> 4];
-      encoded += kHex[c & 0x0F];
-    }
-  }
-  return encoded;
-}
+std::string encode_path_segment(std::string_view segment) { return base::percent_encode(segment, ":@"); }
 
 std::string group_version_path(std::string_view group, std::string_view version) {
   std::string path = group.empty() ? "/api/" : "/apis/" + std::string(group) + "/";

@@ -33,7 +33,7 @@ std::string collection_path(const ResourceType& type, std::string_view namespace
 std::string object_path(const ResourceType& type, std::string_view namespace_name, std::string_view name,
                         std::string_view subresource = {});
 
-// Percent-encodes one path segment (RFC 3986 unreserved characters stay as they are).
+// Percent-encodes one path segment (base::percent_encode, keeping ':' and '@').
 std::string encode_path_segment(std::string_view segment);
 
 // Types the operator itself talks to.

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "base/clock.h"
+#include "base/text.h"
 #include "base/token_bucket.h"
 #include "kube/connection_pool.h"
 #include "kube/request_span.h"
@@ -219,7 +220,8 @@ class HttpsTransport final : public Transport {
     for (int attempt = 0;; ++attempt) {
       if (resends != nullptr) *resends = attempt;
       if (holds && attempt == 0) {
-        if (auto refused = wait_for_server_backoff(request, stop, deadline)) return std::move(*refused);
+        if (auto waited = wait_for_server_backoff(request, stop, deadline); !waited)
+          return std::move(waited).error();
       }
       auto prepared = prepare(request, stop, deadline, traceparent);
       if (!prepared) return std::move(prepared).error();
@@ -373,13 +375,13 @@ class HttpsTransport final : public Transport {
 
  private:
   // Holds a request not yet sent for what is left of the server's Retry-After and its jitter
-  // (server_backoff.h); nullopt when the request may go, else the error it ends with: cancelled, or
+  // (server_backoff.h); passes when the request may go, else fails with the error it ends with: cancelled, or
   // TooManyRequests, unsent, when its deadline comes first (with the remaining wait as retry_after, for the
   // caller's requeue).
-  std::optional<Error> wait_for_server_backoff(const Request& request, const std::stop_token& stop,
-                                               TimePoint deadline) {
+  Result<void> wait_for_server_backoff(const Request& request, const std::stop_token& stop,
+                                       TimePoint deadline) {
     const base::Duration wait = server_backoff_.hold(retry_.random_unit());
-    if (wait <= base::Duration::zero()) return std::nullopt;
+    if (wait <= base::Duration::zero()) return {};
     if (clock_->now() + wait >= deadline) {
       const auto seconds = std::chrono::ceil<std::chrono::seconds>(wait);
       Error error = make_error(Reason::TooManyRequests,
@@ -392,7 +394,7 @@ class HttpsTransport final : public Transport {
     }
     if (!clock_->sleep_for(stop, wait))
       return make_error(Reason::Cancelled, request.method + " " + request.path + " cancelled");
-    return std::nullopt;
+    return {};
   }
 
   Result<Prepared> prepare(const Request& request, const std::stop_token& stop, TimePoint deadline,
@@ -557,25 +559,10 @@ class HttpsTransport final : public Transport {
 }  // namespace
 
 std::string encode_query(const QueryParameters& query) {
-  static constexpr char kHex[] = "0123456789ABCDEF";
-  auto encode = [](std::string_view text) {
-    std::string encoded;
-    for (unsigned char c : text) {
-      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' ||
-          c == '.' || c == '_' || c == '~') {
-        encoded += static_cast<char>(c);
-      } else {
-        encoded += '%';
-        encoded += kHex[c >> 4];
-        encoded += kHex[c & 0x0F];
-      }
-    }
-    return encoded;
-  };
   std::string text;
   for (const auto& [name, value] : query) {
     if (!text.empty()) text += '&';
-    text += encode(name) + "=" + encode(value);
+    text += base::percent_encode(name) + "=" + base::percent_encode(value);
   }
   return text;
 }

@@ -333,8 +333,8 @@ kube::Error bad_request(std::string message) {
   return kube::make_error(kube::Reason::BadRequest, std::move(message));
 }
 
-// The shapes the conversion reads; an API server stores no other.
-std::optional<kube::Error> shape_problem(const JsonValue& object) {
+// Passes on the shapes the conversion reads; an API server stores no other.
+kube::Result<void> check_shape(const JsonValue& object) {
   const JsonValue* metadata = kube::find_member(object, "metadata");
   if (metadata == nullptr || !metadata->IsObject()) {
     return bad_request("cannot convert the MyResource: metadata is missing or not an object");
@@ -357,7 +357,7 @@ std::optional<kube::Error> shape_problem(const JsonValue& object) {
       return bad_request("cannot convert the MyResource: spec.canary is not an object");
     }
   }
-  return std::nullopt;
+  return {};
 }
 
 bool is_known_version(std::string_view api_version) {
@@ -399,7 +399,7 @@ kube::Result<Object> convert_myresource(const JsonValue& object, std::string_vie
     return bad_request("cannot convert a MyResource of apiVersion \"" + std::string(from) + "\": known are " +
                        std::string(kApiVersionV1alpha1) + " and " + std::string(kApiVersionV1beta1));
   }
-  if (auto problem = shape_problem(object)) return std::move(*problem);
+  if (auto shaped = check_shape(object); !shaped) return std::move(shaped).error();
   if (from == to_api_version) return Object::copy_of(object);
   if (to_api_version == kApiVersionV1beta1) {
     return convert(

@@ -189,12 +189,15 @@ void HttpServer::export_metrics(prometheus::Registry& registry) {
   metrics_ = std::make_shared<HttpServerMetrics>(registry, name_);
 }
 
-std::optional<std::string> HttpServer::start(const std::string& bind_address) {
+base::Result<void, std::string> HttpServer::start(const std::string& bind_address) {
   auto address = parse_bind_address(bind_address);
   if (!address)
-    return "invalid bind address \"" + bind_address + "\" for the " + name_ + " server (want host:port)";
-  if (tls_ && !tls_->tls_context()) return "the " + name_ + " server has no TLS certificate to serve";
-  if (limits_.max_connections == 0) return "the " + name_ + " server needs a connection limit above 0";
+    return base::fail("invalid bind address \"" + bind_address + "\" for the " + name_ +
+                      " server (want host:port)");
+  if (tls_ && !tls_->tls_context())
+    return base::fail("the " + name_ + " server has no TLS certificate to serve");
+  if (limits_.max_connections == 0)
+    return base::fail("the " + name_ + " server needs a connection limit above 0");
 
   auto state = std::make_shared<ServerState>(limits_.max_buffered_bytes);
   state->name = name_;
@@ -211,7 +214,7 @@ std::optional<std::string> HttpServer::start(const std::string& bind_address) {
   beast::error_code error;
   asio::ip::address ip = address->host.empty() ? asio::ip::address(asio::ip::address_v6::any())
                                                : asio::ip::make_address(address->host, error);
-  if (error) return "invalid host in bind address \"" + bind_address + "\": " + error.message();
+  if (error) return base::fail("invalid host in bind address \"" + bind_address + "\": " + error.message());
   tcp::endpoint endpoint(ip, address->port);
   auto& acceptor = implementation->acceptor;
   acceptor.open(endpoint.protocol(), error);
@@ -229,7 +232,9 @@ std::optional<std::string> HttpServer::start(const std::string& bind_address) {
     if (!error) acceptor.bind(endpoint, error);
     if (!error) acceptor.listen(asio::socket_base::max_listen_connections, error);
   }
-  if (error) return "cannot listen on " + bind_address + " for the " + name_ + " server: " + error.message();
+  if (error)
+    return base::fail("cannot listen on " + bind_address + " for the " + name_ +
+                      " server: " + error.message());
   port_ = acceptor.local_endpoint().port();
 
   // A connection that closes at the cap resumes accepting, on the acceptor's strand.
@@ -252,7 +257,7 @@ std::optional<std::string> HttpServer::start(const std::string& bind_address) {
        {"threads", std::to_string(implementation->threads)},
        {"maxConnections", std::to_string(limits_.max_connections)},
        {"maxBufferedBytes", std::to_string(limits_.max_buffered_bytes)}});
-  return std::nullopt;
+  return {};
 }
 
 // An exception out of a completion handler leaves io_context::run(); running it again goes on with
@@ -279,23 +284,23 @@ void HttpServer::serve_on_this_thread(Implementation& implementation) {
   }
 }
 
-std::optional<std::string> HttpServer::health() const {
+base::Result<void, std::string> HttpServer::health() const {
   std::shared_ptr<Implementation> implementation;
   {
     std::lock_guard lock(mutex_);
     implementation = implementation_;
   }
-  if (!implementation || implementation->stopping) return std::nullopt;
+  if (!implementation || implementation->stopping) return {};
   {
     std::lock_guard lock(implementation->failure_mutex);
-    if (!implementation->failure.empty()) return implementation->failure;
+    if (!implementation->failure.empty()) return base::fail(implementation->failure);
   }
   const unsigned running = implementation->threads_running;
   if (running < implementation->threads) {
-    return std::to_string(implementation->threads - running) + " of " +
-           std::to_string(implementation->threads) + " serving threads ended";
+    return base::fail(std::to_string(implementation->threads - running) + " of " +
+                      std::to_string(implementation->threads) + " serving threads ended");
   }
-  return std::nullopt;
+  return {};
 }
 
 bool HttpServer::serving() const {
@@ -303,7 +308,7 @@ bool HttpServer::serving() const {
     std::lock_guard lock(mutex_);
     if (!implementation_ || implementation_->stopping) return false;
   }
-  return !health();
+  return health().ok();
 }
 
 void HttpServer::post(std::function<void()> task) {

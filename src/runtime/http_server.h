@@ -45,6 +45,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/result.h"
 #include "runtime/http_server_limits.h"
 #include "runtime/http_server_metrics.h"
 #include "runtime/tls_context_provider.h"
@@ -117,16 +118,16 @@ class HttpServer {
   bool serves_tls() const { return tls_ != nullptr; }
   const std::shared_ptr<TlsContextProvider>& tls() const { return tls_; }
 
-  // Binds and starts serving on limits().threads threads. Returns an error message when the address
+  // Binds and starts serving on limits().threads threads. Fails with a message when the address
   // cannot be used.
-  std::optional<std::string> start(const std::string& bind_address);
+  base::Result<void, std::string> start(const std::string& bind_address);
   // The bound port (useful with port 0).
   std::uint16_t port() const { return port_; }
   // Whether it was started and is still accepting and serving (health() has nothing to say).
   bool serving() const;
-  // Why a started server can no longer serve (it stopped listening, or a serving thread ended);
-  // nullopt while it serves, before start() and after stop().
-  std::optional<std::string> health() const;
+  // Fails with why a started server can no longer serve (it stopped listening, or a serving thread
+  // ended); passes while it serves, before start() and after stop().
+  base::Result<void, std::string> health() const;
   // Runs `task` on one of the server's threads, as a completion handler (tests: an exception that
   // escapes one).
   void post(std::function<void()> task);

@@ -1,9 +1,9 @@
 #include "runtime/informer.h"
 
 #include <chrono>
-#include <optional>
 #include <utility>
 
+#include "base/result.h"
 #include "runtime/event_handler.h"
 #include "runtime/logging.h"
 
@@ -81,13 +81,13 @@ void Informer::stop() {
 std::string Informer::collection() const { return source_ ? source_->describe() : "(no source)"; }
 
 std::vector<std::string> Informer::problems() const {
-  std::optional<std::string> problem;
+  base::Result<void, std::string> health;
   {
     std::lock_guard lock(health_mutex_);
-    problem = health_.problem(options_.clock->now());
+    health = health_.health(options_.clock->now());
   }
-  if (!problem) return {};
-  return {options_.name + " (" + collection() + "): list and watch failing: " + *problem};
+  if (health) return {};
+  return {options_.name + " (" + collection() + "): list and watch failing: " + health.error()};
 }
 
 void Informer::watch_failed(const kube::Error& error) {

@@ -154,7 +154,7 @@ HttpResponse run_checks(const std::vector<std::pair<std::string, Check>>& checks
   for (const auto& [name, check] : checks) {
     if (!only.empty() && name != only) continue;
     found = true;
-    if (auto failure = check()) failures += failure_lines(name, *failure);
+    if (auto checked = check(); !checked) failures += failure_lines(name, checked.error());
   }
   if (!found) return {404, kPlainText, "no check named \"" + only + "\"\n"};
   if (failures.empty()) failures = std::move(extra_failure);
@@ -176,12 +176,12 @@ HttpResponse Manager::healthz(const HttpRequest& request) {
 std::vector<std::pair<std::string, Check>> Manager::ready_checks() {
   std::vector<std::pair<std::string, Check>> checks;
   for (const auto& runnable : runnables_) {
-    checks.emplace_back(runnable->name(), [runnable]() -> std::optional<std::string> {
+    checks.emplace_back(runnable->name(), [runnable]() -> base::Result<void, std::string> {
       std::string failure = runnable->has_synced() ? "" : "not synced";
       // A cache that synced once but can no longer list or watch is stale: not ready either.
       for (const auto& problem : runnable->problems()) failure += (failure.empty() ? "" : "\n") + problem;
-      if (failure.empty()) return std::nullopt;
-      return failure;
+      if (failure.empty()) return {};
+      return base::fail(std::move(failure));
     });
   }
   std::lock_guard lock(checks_mutex_);
@@ -195,16 +195,19 @@ HttpResponse Manager::readyz(const HttpRequest& request) {
   return run_checks(ready_checks(), only, 503, only.empty() && !caches_synced_ ? "caches not synced\n" : "");
 }
 
-std::optional<std::string> Manager::webhook_readiness() {
-  if (!webhook_server_.serving()) return webhook_server_.health().value_or("not serving yet");
+base::Result<void, std::string> Manager::webhook_readiness() {
+  if (!webhook_server_.serving()) {
+    auto health = webhook_server_.health();
+    return base::fail(health ? std::string("not serving yet") : std::move(health).error());
+  }
   const auto& provider = webhook_server_.tls();
   auto context = provider ? provider->tls_context() : nullptr;
-  if (!context) return "no certificate to serve";
+  if (!context) return base::fail("no certificate to serve");
   auto served = describe_served_certificate(*context);
-  if (!served) return served.error().message;
-  if (served->expired) return "its certificate expired (notAfter " + served->not_after + ")";
-  if (options_.clock->wall_now() < served->valid_from) return "its certificate is not valid yet";
-  return std::nullopt;
+  if (!served) return base::fail(served.error().message);
+  if (served->expired) return base::fail("its certificate expired (notAfter " + served->not_after + ")");
+  if (options_.clock->wall_now() < served->valid_from) return base::fail("its certificate is not valid yet");
+  return {};
 }
 
 void Manager::prepare_servers() {
@@ -244,7 +247,7 @@ HttpResponse Manager::metrics(const HttpRequest& request) {
   return {200, "text/plain; version=0.0.4; charset=utf-8", prometheus::TextSerializer().Serialize(families)};
 }
 
-std::optional<std::string> Manager::prepare_metrics_tls() {
+base::Result<void, std::string> Manager::prepare_metrics_tls() {
   if (options_.metrics_cert_dir.empty()) {
     // As controller-runtime does without a cert dir: a certificate nobody can verify, but the
     // bearer token still travels encrypted. Scrapers must skip verification (or pin it).
@@ -252,16 +255,16 @@ std::optional<std::string> Manager::prepare_metrics_tls() {
     char host[256] = {};
     if (gethostname(host, sizeof(host) - 1) == 0 && host[0] != '\0') names.insert(names.begin(), host);
     auto pair = generate_self_signed_certificate(names, options_.field_manager);
-    if (!pair) return "cannot make a self-signed certificate: " + pair.error().message;
+    if (!pair) return base::fail("cannot make a self-signed certificate: " + pair.error().message);
     auto context = make_server_tls_context(*pair);
-    if (!context) return "cannot use the self-signed certificate: " + context.error().message;
+    if (!context) return base::fail("cannot use the self-signed certificate: " + context.error().message);
     log_certificate(
         "Serving metrics with a self-signed certificate made in memory (set --metrics-cert-dir "
         "to serve a verifiable one)",
         "self-signed", inspect_certificate_pair(*pair).value());
     log(spdlog::level::info, "Self-signed metrics certificate", {{"pem", pair->certificate_pem}});
     metrics_server_.serve_tls(std::make_shared<FixedTlsContextProvider>(std::move(context).value()));
-    return std::nullopt;
+    return {};
   }
   const std::filesystem::path folder(options_.metrics_cert_dir);
   const std::string certificate = (folder / options_.metrics_cert_name).string();
@@ -269,14 +272,14 @@ std::optional<std::string> Manager::prepare_metrics_tls() {
   auto watcher = std::make_shared<CertificateWatcher>(certificate, key, options_.metrics_cert_poll_interval,
                                                       options_.clock);
   auto loaded = watcher->load();
-  if (!loaded) return "--metrics-cert-dir: " + loaded.error().message;
+  if (!loaded) return base::fail("--metrics-cert-dir: " + loaded.error().message);
   log_certificate(
       "Serving metrics with the certificate of --metrics-cert-dir, reloaded when its files change",
       certificate, *loaded);
   watcher->start();
   certificate_watcher_ = watcher;
   metrics_server_.serve_tls(std::move(watcher));
-  return std::nullopt;
+  return {};
 }
 
 bool Manager::wait_for_caches(std::stop_token stop) {
@@ -313,14 +316,14 @@ void Manager::add_webhook(const std::string& path, HttpHandler handler) {
   webhook_server_.handle_post(path, std::move(handler));
 }
 
-std::optional<std::string> Manager::serve_webhooks(const std::stop_token& stop) {
+base::Result<void, std::string> Manager::serve_webhooks(const std::stop_token& stop) {
   if (!options_.webhook_cert_dir.empty()) {
     const std::filesystem::path folder(options_.webhook_cert_dir);
     auto watcher =
         std::make_shared<CertificateWatcher>((folder / "tls.crt").string(), (folder / "tls.key").string(),
                                              options_.metrics_cert_poll_interval, options_.clock);
     auto loaded = watcher->load();
-    if (!loaded) return "--webhook-cert-dir: " + loaded.error().message;
+    if (!loaded) return base::fail("--webhook-cert-dir: " + loaded.error().message);
     log_certificate(
         "Serving webhooks with the certificate of --webhook-cert-dir, reloaded when its files change",
         folder.string(), *loaded);
@@ -330,7 +333,7 @@ std::optional<std::string> Manager::serve_webhooks(const std::stop_token& stop) 
     return webhook_server_.start(options_.webhook_bind_address);
   }
   if (!options_.webhook_certificates)
-    return "no certificate for the webhook server (neither a folder nor a Secret)";
+    return base::fail("no certificate for the webhook server (neither a folder nor a Secret)");
   if (const auto& certificates = options_.webhook_certificates) {
     log(spdlog::level::info, "Starting", {{"runnable", certificates->name()}});
     certificates->start();
@@ -349,12 +352,13 @@ std::optional<std::string> Manager::serve_webhooks(const std::stop_token& stop) 
     std::unique_lock lock(synced->mutex);
     if (!options_.clock->wait_for(synced->changed, lock, stop, options_.cache_sync_timeout,
                                   [&] { return synced->done; }))
-      return stop.stop_requested() ? "stopped before the webhook had a certificate"
-                                   : "no webhook certificate within " +
-                                         std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                                            options_.cache_sync_timeout)
-                                                            .count()) +
-                                         " s";
+      return base::fail(stop.stop_requested()
+                            ? "stopped before the webhook had a certificate"
+                            : "no webhook certificate within " +
+                                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
+                                                     options_.cache_sync_timeout)
+                                                     .count()) +
+                                  " s");
   }
   webhook_server_.serve_tls(options_.webhook_certificates);
   return webhook_server_.start(options_.webhook_bind_address);
@@ -366,8 +370,8 @@ int Manager::run(std::stop_token stop) {
   prepare_servers();
 
   if (!disabled(options_.health_probe_bind_address)) {
-    if (auto error = probe_server_.start(options_.health_probe_bind_address)) {
-      log(spdlog::level::err, "Cannot serve health probes", {{"error", *error}});
+    if (auto started = probe_server_.start(options_.health_probe_bind_address); !started) {
+      log(spdlog::level::err, "Cannot serve health probes", {{"error", started.error()}});
       return 1;
     }
   }
@@ -377,22 +381,22 @@ int Manager::run(std::stop_token stop) {
           "Metrics are served over HTTPS without authorization: anyone reaching the port reads them", {});
     }
     if (options_.metrics_secure) {
-      if (auto error = prepare_metrics_tls()) {
-        log(spdlog::level::err, "Cannot serve metrics over HTTPS", {{"error", *error}});
+      if (auto prepared = prepare_metrics_tls(); !prepared) {
+        log(spdlog::level::err, "Cannot serve metrics over HTTPS", {{"error", prepared.error()}});
         probe_server_.stop();
         return 1;
       }
     }
-    if (auto error = metrics_server_.start(options_.metrics_bind_address)) {
-      log(spdlog::level::err, "Cannot serve metrics", {{"error", *error}});
+    if (auto started = metrics_server_.start(options_.metrics_bind_address); !started) {
+      log(spdlog::level::err, "Cannot serve metrics", {{"error", started.error()}});
       probe_server_.stop();
       return 1;
     }
   }
 
   if (!disabled(options_.webhook_bind_address)) {
-    if (auto error = serve_webhooks(stopping)) {
-      log(spdlog::level::err, "Cannot serve webhooks", {{"error", *error}});
+    if (auto serving = serve_webhooks(stopping); !serving) {
+      log(spdlog::level::err, "Cannot serve webhooks", {{"error", serving.error()}});
       if (options_.webhook_certificates) options_.webhook_certificates->stop();
       if (webhook_certificate_watcher_) webhook_certificate_watcher_->stop();
       metrics_server_.stop();

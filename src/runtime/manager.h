@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/result.h"
 #include "kube/client.h"
 #include "runtime/cert_watcher.h"
 #include "runtime/clock.h"
@@ -115,8 +116,8 @@ struct ManagerOptions {
   std::shared_ptr<trace::Tracer> tracer{};
 };
 
-// A named check; returns an error text when failing.
-using Check = std::function<std::optional<std::string>()>;
+// A named check: passes, or fails with a text that says why.
+using Check = std::function<base::Result<void, std::string>()>;
 
 class Manager {
  public:
@@ -164,15 +165,15 @@ class Manager {
   // The checks behind /readyz: each cache by its name, then those added.
   std::vector<std::pair<std::string, Check>> ready_checks();
   // Serving with a valid certificate; else why not.
-  std::optional<std::string> webhook_readiness();
+  base::Result<void, std::string> webhook_readiness();
   // Exports the metrics and registers the checks of the servers run() starts.
   void prepare_servers();
   HttpResponse metrics(const HttpRequest& request);
   // The metrics server's TLS certificate (metrics_secure); an error text when it cannot be had.
-  std::optional<std::string> prepare_metrics_tls();
+  base::Result<void, std::string> prepare_metrics_tls();
   bool wait_for_caches(std::stop_token stop);
   // Starts the webhook server (after its certificates, when self-managed); an error text on failure.
-  std::optional<std::string> serve_webhooks(const std::stop_token& stop);
+  base::Result<void, std::string> serve_webhooks(const std::stop_token& stop);
   bool shut_down();
 
   ManagerOptions options_;

@@ -20,11 +20,11 @@ bool WatchHealth::progressed() {
   return recovered;
 }
 
-std::optional<std::string> WatchHealth::problem(TimePoint now) const {
-  if (!failing_) return std::nullopt;
+base::Result<void, std::string> WatchHealth::health(TimePoint now) const {
+  if (!failing_) return {};
   const auto seconds = std::chrono::duration_cast<std::chrono::seconds>(now - first_failure_).count();
-  return std::to_string(failures_) + " attempts in a row failed over " + std::to_string(seconds) +
-         " s; the last: " + last_error_;
+  return base::fail(std::to_string(failures_) + " attempts in a row failed over " + std::to_string(seconds) +
+                    " s; the last: " + last_error_);
 }
 
 }  // namespace myop::runtime

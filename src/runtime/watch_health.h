@@ -12,9 +12,9 @@
 // relist that keeps failing, does within one backoff wait (0.8 s, doubling to 30 s).
 //
 // Pure and not thread-safe: the informer guards it.
-#include <optional>
 #include <string>
 
+#include "base/result.h"
 #include "kube/errors.h"
 #include "runtime/clock.h"
 
@@ -38,8 +38,9 @@ class WatchHealth {
   TimePoint first_failure() const { return first_failure_; }
   // The last error reported, as Error::to_string() put it ("" before the first).
   const std::string& last_error() const { return last_error_; }
-  // While failing: "3 attempts in a row failed over 12 s; the last: <error>"; nullopt otherwise.
-  std::optional<std::string> problem(TimePoint now) const;
+  // Fails while failing() with "3 attempts in a row failed over 12 s; the last: <error>"; passes
+  // otherwise.
+  base::Result<void, std::string> health(TimePoint now) const;
 
  private:
   bool failing_ = false;

@@ -68,6 +68,11 @@ WebhookCertificateManagerOptions with_defaults(WebhookCertificateManagerOptions 
   return options;
 }
 
+// `error` with what was being done in front of its message; the reason stays.
+kube::Error failure(const kube::Error& error, std::string doing) {
+  return kube::make_error(error.reason, std::move(doing) + ": " + error.to_string(), error.http_code);
+}
+
 }  // namespace
 
 WebhookCertificateManager::WebhookCertificateManager(WebhookCertificateManagerOptions options)
@@ -113,52 +118,50 @@ std::shared_ptr<boost::asio::ssl::context> WebhookCertificateManager::tls_contex
   return context_;
 }
 
-std::optional<std::string> WebhookCertificateManager::problem() const {
+base::Result<void, std::string> WebhookCertificateManager::health() const {
   std::lock_guard lock(mutex_);
-  if (problem_.empty()) return std::nullopt;
-  return problem_;
+  if (problem_.empty()) return {};
+  return base::fail(problem_);
 }
 
 StepResult WebhookCertificateManager::step() {
-  const auto failed = check();
-  if (!failed) return StepResult::ok();
+  const auto checked = check();
+  if (checked) return StepResult::ok();
   log(spdlog::level::err, "Cannot keep the webhook certificates current",
-      {{"secret", options_.secret_namespace + "/" + options_.secret_name}, {"error", *failed}});
+      {{"secret", options_.secret_namespace + "/" + options_.secret_name},
+       {"error", checked.error().message}});
   return StepResult::retry();
 }
 
-std::optional<std::string> WebhookCertificateManager::check() {
-  auto failed = pass();
+kube::Result<void> WebhookCertificateManager::check() {
+  auto checked = pass();
   {
     std::lock_guard lock(mutex_);
-    problem_ = failed.value_or("");
+    problem_ = checked ? "" : checked.error().message;
   }
-  metrics_.pass_finished(!failed, options_.now());
-  return failed;
+  metrics_.pass_finished(checked.ok(), options_.now());
+  return checked;
 }
 
-std::optional<std::string> WebhookCertificateManager::pass() {
+kube::Result<void> WebhookCertificateManager::pass() {
   auto stored = renew_stored();
-  if (!stored) return stored.error().message;
+  if (!stored) return std::move(stored).error();
   const WebhookCertificates served = std::move(stored).value();
   serve(served);
   auto serving = inspect_certificate_pair(served.serving);
   auto ca = describe_certificates(first_certificate(served.ca_bundle));
   if (serving && ca) metrics_.expiry(serving->valid_until, ca->front().valid_until);
-  std::optional<std::string> problem;
+  kube::Result<void> published;
   for (const auto& crd : options_.crd_names)
-    if (auto failed = ensure_ca_bundle(crd, served.ca_bundle)) problem = std::move(failed);
-  if (!problem) published_bundle_ = served.ca_bundle;
-  return problem;
+    if (auto ensured = ensure_ca_bundle(crd, served.ca_bundle); !ensured) published = std::move(ensured);
+  if (published) published_bundle_ = served.ca_bundle;
+  return published;
 }
 
 kube::Result<WebhookCertificates> WebhookCertificateManager::renew_stored() {
   const std::string& namespace_name = options_.secret_namespace;
   const std::string where = namespace_name + "/" + options_.secret_name;
   const std::string ca_where = namespace_name + "/" + options_.ca_secret_name;
-  auto failure = [](const kube::Error& error, std::string message) {
-    return kube::make_error(error.reason, std::move(message) + ": " + error.to_string(), error.http_code);
-  };
   // A write that loses a race (another replica renewed first) reads again: at most three rounds.
   for (int round = 0;; ++round) {
     auto serving_read =
@@ -265,10 +268,10 @@ void WebhookCertificateManager::serve(const WebhookCertificates& certificates) {
   for (auto& callback : callbacks) callback();
 }
 
-std::optional<std::string> WebhookCertificateManager::ensure_ca_bundle(const std::string& crd_name,
-                                                                       const std::string& ca_bundle) {
+kube::Result<void> WebhookCertificateManager::ensure_ca_bundle(const std::string& crd_name,
+                                                               const std::string& ca_bundle) {
   auto crd = options_.client->get(kube::resources::custom_resource_definitions(), "", crd_name);
-  if (!crd) return "cannot read the CRD " + crd_name + ": " + crd.error().to_string();
+  if (!crd) return failure(crd.error(), "cannot read the CRD " + crd_name);
   const auto ownership = decide_ca_bundle_owner(*crd, identity_);
   metrics_.ca_bundle_owned(crd_name, ownership.owned());
   if (!ownership.owned()) {
@@ -285,7 +288,7 @@ std::optional<std::string> WebhookCertificateManager::ensure_ca_bundle(const std
             "names",
             {{"crd", crd_name}, {"clientConfig", ownership.target}, {"thisOperator", describe(identity_)}});
     }
-    return std::nullopt;
+    return {};
   }
   if (crds_left_alone_.erase(crd_name) > 0)
     log(spdlog::level::info, "The CRD's conversion webhook is this operator's now; keeping its caBundle",
@@ -293,14 +296,14 @@ std::optional<std::string> WebhookCertificateManager::ensure_ca_bundle(const std
   const std::string wanted = base::encode_base64(ca_bundle);
   const auto* current =
       kube::ObjectView(*crd).find({"spec", "conversion", "webhook", "clientConfig", "caBundle"});
-  if (current != nullptr && current->IsString() && wanted == current->GetString()) return std::nullopt;
+  if (current != nullptr && current->IsString() && wanted == current->GetString()) return {};
   const std::string patch =
       R"({"spec":{"conversion":{"webhook":{"clientConfig":{"caBundle":")" + wanted + R"("}}}}})";
   auto patched = options_.client->patch(kube::resources::custom_resource_definitions(), "", crd_name,
                                         kube::PatchType::Merge, patch);
-  if (!patched) return "cannot set the caBundle of the CRD " + crd_name + ": " + patched.error().to_string();
+  if (!patched) return failure(patched.error(), "cannot set the caBundle of the CRD " + crd_name);
   log(spdlog::level::info, "Set the CRD's conversion webhook caBundle", {{"crd", crd_name}});
-  return std::nullopt;
+  return {};
 }
 
 }  // namespace myop::runtime

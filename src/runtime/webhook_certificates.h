@@ -28,11 +28,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/clock.h"
+#include "base/result.h"
 #include "kube/client.h"
 #include "runtime/ca_bundle_owner.h"
 #include "runtime/periodic_runner.h"
@@ -92,23 +92,23 @@ class WebhookCertificateManager final : public Runnable, public TlsContextProvid
   std::shared_ptr<boost::asio::ssl::context> tls_context() override;
 
   // One pass: read the Secrets, renew what is due (moving an earlier layout's CA), serve the pair,
-  // bring the caBundle of the CRDs this operator owns up to date. An error text when any step failed
-  // (the pass goes as far as it can).
-  std::optional<std::string> check();
+  // bring the caBundle of the CRDs this operator owns up to date. Fails with the API error of the
+  // step that failed, its message saying which step (the pass goes as far as it can).
+  kube::Result<void> check();
 
-  // Null once the last pass has succeeded; its error otherwise ("no certificate served yet" before
-  // the first).
-  std::optional<std::string> problem() const;
+  // Passes once the last pass has succeeded; fails with its error's message otherwise ("no
+  // certificate served yet" before the first).
+  base::Result<void, std::string> health() const;
 
   // What this operator's webhook is reached by (the clientConfig it owns).
   const WebhookIdentity& identity() const { return identity_; }
 
  private:
-  // check() without the bookkeeping (problem(), metrics).
-  std::optional<std::string> pass();
+  // check() without the bookkeeping (health(), metrics).
+  kube::Result<void> pass();
   // The certificates after reading both Secrets and writing what is due.
   kube::Result<WebhookCertificates> renew_stored();
-  std::optional<std::string> ensure_ca_bundle(const std::string& crd_name, const std::string& ca_bundle);
+  kube::Result<void> ensure_ca_bundle(const std::string& crd_name, const std::string& ca_bundle);
   void serve(const WebhookCertificates& certificates);
   // check() every check_interval, every retry_interval after a failure.
   StepResult step();

@@ -47,7 +47,7 @@ ObjectPointer Writer::store(const std::vector<Snapshot>& snapshots, const rapidj
 kube::Result<ObjectPointer> Writer::apply(const kube::ResourceType& type, const kube::Object& object,
                                           const ApplyOptions& options, std::stop_token stop) {
   if (fence_) {
-    if (auto refused = fence_(type, key_of_object(object))) return std::move(*refused);
+    if (auto allowed = fence_(type, key_of_object(object)); !allowed) return std::move(allowed).error();
   }
   const auto snapshots = snapshot(type, key_of_object(object));
   kube::PatchOptions patch_options;
@@ -62,7 +62,7 @@ kube::Result<ObjectPointer> Writer::apply(const kube::ResourceType& type, const 
 kube::Result<ObjectPointer> Writer::create(const kube::ResourceType& type, const kube::Object& object,
                                            std::stop_token stop) {
   if (fence_) {
-    if (auto refused = fence_(type, key_of_object(object))) return std::move(*refused);
+    if (auto allowed = fence_(type, key_of_object(object)); !allowed) return std::move(allowed).error();
   }
   const auto snapshots = snapshot(type, key_of_object(object));
   kube::WriteOptions options;
@@ -76,7 +76,7 @@ kube::Result<ObjectPointer> Writer::patch(const kube::ResourceType& type, const 
                                           kube::PatchType patch_type, std::string_view body,
                                           std::string_view subresource, std::stop_token stop) {
   if (fence_) {
-    if (auto refused = fence_(type, key)) return std::move(*refused);
+    if (auto allowed = fence_(type, key); !allowed) return std::move(allowed).error();
   }
   const auto snapshots = snapshot(type, key);
   kube::PatchOptions options;
@@ -116,7 +116,7 @@ kube::Result<ObjectPointer> Writer::set_finalizers(const kube::ResourceType& typ
 kube::Result<ObjectPointer> Writer::remove(const kube::ResourceType& type, const ObjectKey& key,
                                            const kube::DeleteOptions& options, std::stop_token stop) {
   if (fence_) {
-    if (auto refused = fence_(type, key)) return std::move(*refused);
+    if (auto allowed = fence_(type, key); !allowed) return std::move(allowed).error();
   }
   const auto snapshots = snapshot(type, key);
   auto answer = client_->remove(type, key.namespace_name, key.name, options, stop);
@@ -143,14 +143,14 @@ kube::Result<ObjectPointer> Writer::remove(const kube::ResourceType& type, const
 }
 
 Writer::Fence shard_fence(std::shared_ptr<const ShardGate> gate) {
-  return [gate = std::move(gate)](const kube::ResourceType& type,
-                                  const ObjectKey& key) -> std::optional<kube::Error> {
-    if (!type.namespaced || gate->may_write(key.namespace_name)) return std::nullopt;
-    return kube::make_error(kube::Reason::Cancelled, "not written: the shard slot of namespace " +
-                                                         key.namespace_name +
-                                                         " is not this replica's now (handed over, or "
-                                                         "membership lost)");
-  };
+  return
+      [gate = std::move(gate)](const kube::ResourceType& type, const ObjectKey& key) -> kube::Result<void> {
+        if (!type.namespaced || gate->may_write(key.namespace_name)) return {};
+        return kube::make_error(kube::Reason::Cancelled, "not written: the shard slot of namespace " +
+                                                             key.namespace_name +
+                                                             " is not this replica's now (handed over, or "
+                                                             "membership lost)");
+      };
 }
 
 }  // namespace myop::runtime

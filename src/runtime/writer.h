@@ -62,9 +62,8 @@ class Writer {
   kube::Result<ObjectPointer> remove(const kube::ResourceType& type, const ObjectKey& key,
                                      const kube::DeleteOptions& options = {}, std::stop_token stop = {});
 
-  // Returns an error to refuse a write of `key` (of `type`), nullopt to let it go. Set before use.
-  using Fence =
-      std::function<std::optional<kube::Error>(const kube::ResourceType& type, const ObjectKey& key)>;
+  // Fails with an error to refuse a write of `key` (of `type`), passes to let it go. Set before use.
+  using Fence = std::function<kube::Result<void>(const kube::ResourceType& type, const ObjectKey& key)>;
   void set_fence(Fence fence) { fence_ = std::move(fence); }
 
   kube::Client& client() { return *client_; }

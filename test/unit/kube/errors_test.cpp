@@ -110,7 +110,7 @@ TEST_CASE("ServerTimeout counts as Timeout", "[kube][errors]") {
   CHECK(error.reason == Reason::Timeout);
 }
 
-TEST_CASE("Result holds a value or an error", "[kube][errors]") {
+TEST_CASE("kube::Result (base::Result with a kube::Error) holds a value or an Error", "[kube][errors]") {
   Result<int> good = 5;
   REQUIRE(good.ok());
   CHECK(*good == 5);

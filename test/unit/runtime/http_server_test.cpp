@@ -41,7 +41,7 @@ TEST_CASE("the server answers registered paths and refuses the rest", "[runtime]
     return HttpResponse{200, "text/plain", "hi"};
   });
   server.handle("/throws", []() -> HttpResponse { throw std::runtime_error("oops"); });
-  REQUIRE_FALSE(server.start("127.0.0.1:0"));
+  REQUIRE(server.start("127.0.0.1:0").ok());
   REQUIRE(server.port() != 0);
 
   auto answer = http_request(server.port(), "/hello?verbose=1");
@@ -68,7 +68,7 @@ TEST_CASE("a POST path gets the body and content type and only POST, and a body 
     return HttpResponse{200, "application/json", R"({"echo":)" + request.body + "}"};
   });
   server.handle("/healthz", [] { return HttpResponse{200, "text/plain", "ok"}; });
-  REQUIRE_FALSE(server.start("127.0.0.1:0"));
+  REQUIRE(server.start("127.0.0.1:0").ok());
 
   auto answer = http_request(server.port(), "/convert", verb::post, "", R"({"a":1})", "application/json");
   CHECK(answer.status == 200);
@@ -128,7 +128,7 @@ TEST_CASE("a kept-alive connection waits idle up to the idle deadline, past the 
     auto server = std::make_unique<HttpServer>("test");
     server->handle("/hello", [] { return HttpResponse{200, "text/plain", "hi"}; });
     server->timeouts(timeouts);
-    REQUIRE_FALSE(server->start("127.0.0.1:0"));
+    REQUIRE(server->start("127.0.0.1:0").ok());
     return server;
   };
   const auto long_idle = serve({std::chrono::milliseconds(200), std::chrono::seconds(30)});
@@ -142,12 +142,12 @@ TEST_CASE("a kept-alive connection waits idle up to the idle deadline, past the 
 
 TEST_CASE("a port in use is an error value, not a crash", "[runtime][http_server]") {
   HttpServer first("first");
-  REQUIRE_FALSE(first.start("127.0.0.1:0"));
+  REQUIRE(first.start("127.0.0.1:0").ok());
   HttpServer second("second");
-  auto error = second.start("127.0.0.1:" + std::to_string(first.port()));
-  REQUIRE(error);
-  CHECK_THAT(*error, Catch::Contains("cannot listen"));
-  CHECK(second.start("nonsense"));
+  auto started = second.start("127.0.0.1:" + std::to_string(first.port()));
+  REQUIRE_FALSE(started.ok());
+  CHECK_THAT(started.error(), Catch::Contains("cannot listen"));
+  CHECK_FALSE(second.start("nonsense").ok());
 }
 
 namespace {
@@ -193,7 +193,7 @@ TEST_CASE(
   server.handle("/metrics", [](const HttpRequest& request) {
     return HttpResponse{200, "text/plain", "method=" + request.method + " auth=" + request.authorization};
   });
-  REQUIRE_FALSE(server.start("127.0.0.1:0"));
+  REQUIRE(server.start("127.0.0.1:0").ok());
 
   auto answer = https_get(server.port(), "Bearer abc", first.certificate_pem);
   INFO(answer.error);
@@ -258,7 +258,7 @@ TEST_CASE("each path has its body limit: 413 from the header alone, GETs a few K
   server.handle_post("/small", echo, 1024);
   server.handle_post("/large", echo);
   server.handle("/healthz", echo);
-  REQUIRE_FALSE(server.start("127.0.0.1:0"));
+  REQUIRE(server.start("127.0.0.1:0").ok());
 
   {
     // Refused from the header: the body is never sent, and the answer comes all the same.
@@ -324,7 +324,7 @@ TEST_CASE("a header larger than the limit is 431", "[runtime][http_server][limit
   server.limits(limits);
   server.export_metrics(registry);
   server.handle("/hello", echo);
-  REQUIRE_FALSE(server.start("127.0.0.1:0"));
+  REQUIRE(server.start("127.0.0.1:0").ok());
   RawConnection client(server.port());
   REQUIRE(client.send("GET /hello HTTP/1.1\r\nHost: x\r\nX-Padding: " + std::string(16 * kKiB, 'a') +
                       "\r\n\r\n"));
@@ -346,7 +346,7 @@ TEST_CASE("a body that does not fit into the budget is 503 with Retry-After, unr
   server.limits(limits);
   server.export_metrics(registry);
   server.handle_post("/convert", echo);
-  REQUIRE_FALSE(server.start("127.0.0.1:0"));
+  REQUIRE(server.start("127.0.0.1:0").ok());
 
   // The first client reserves 8 KiB and sends half of it: the budget holds the whole.
   RawConnection slow(server.port());
@@ -392,7 +392,7 @@ TEST_CASE("a request has an absolute deadline from its first byte: a slow drip o
   server.export_metrics(registry);
   server.handle_post("/convert", echo);
   server.handle("/hello", echo);
-  REQUIRE_FALSE(server.start("127.0.0.1:0"));
+  REQUIRE(server.start("127.0.0.1:0").ok());
 
   // Each drip would take 6 s (a byte every 100 ms); the server cuts it at 0.5 s.
   const auto drip = [](RawConnection& client, const std::string& bytes) {
@@ -448,7 +448,7 @@ TEST_CASE("at the connection cap it stops accepting until one closes, and closes
     ++handled;
     return HttpResponse{200, "text/plain", "hi"};
   });
-  REQUIRE_FALSE(server.start("127.0.0.1:0"));
+  REQUIRE(server.start("127.0.0.1:0").ok());
 
   // Three connections busy with a request they drip (not idle: none can be closed for room).
   std::vector<std::unique_ptr<RawConnection>> busy;
@@ -501,7 +501,7 @@ TEST_CASE("one client address gets at most its share of the connections, another
   server.limits(limits);
   server.export_metrics(registry);
   server.handle("/hello", echo);
-  REQUIRE_FALSE(server.start("127.0.0.1:0"));
+  REQUIRE(server.start("127.0.0.1:0").ok());
   std::vector<std::unique_ptr<RawConnection>> flood;
   for (int i = 0; i < 2; ++i) {
     flood.push_back(std::make_unique<RawConnection>(server.port(), "127.0.0.2"));
@@ -545,7 +545,7 @@ TEST_CASE("a slow handler holds one thread of the pool, not the server", "[runti
     return HttpResponse{200, "text/plain", "slow"};
   });
   server.handle("/fast", echo);
-  REQUIRE_FALSE(server.start("127.0.0.1:0"));
+  REQUIRE(server.start("127.0.0.1:0").ok());
   RawConnection slow(server.port());
   REQUIRE(slow.send(get_request("/slow")));
   {
@@ -574,14 +574,14 @@ TEST_CASE("an exception out of a handler or a completion handler does not end a 
   server.export_metrics(registry);
   server.handle("/throws-int", []() -> HttpResponse { throw 42; });
   server.handle("/hello", echo);
-  CHECK_FALSE(server.health());  // not started: nothing to report
-  REQUIRE_FALSE(server.start("127.0.0.1:0"));
+  CHECK(server.health().ok());  // not started: nothing to report
+  REQUIRE(server.start("127.0.0.1:0").ok());
   CHECK(http_request(server.port(), "/throws-int").status == 500);
   server.post([] { throw std::runtime_error("a completion handler's bug"); });
   server.post([] { throw 7; });
   CHECK(http_request(server.port(), "/hello").status == 200);
   CHECK(myop::testing::eventually([&] { return gauge(registry, "myoperator_http_exceptions_total") == 3; }));
-  CHECK_FALSE(server.health());
+  CHECK(server.health().ok());
   CHECK(server.serving());
   server.stop();
   CHECK_FALSE(server.serving());
@@ -590,15 +590,15 @@ TEST_CASE("an exception out of a handler or a completion handler does not end a 
 TEST_CASE("a server that stopped listening reports it: it can no longer serve", "[runtime][http_server]") {
   HttpServer server("test");
   server.handle("/hello", echo);
-  REQUIRE_FALSE(server.start("127.0.0.1:0"));
-  CHECK_FALSE(server.health());
+  REQUIRE(server.start("127.0.0.1:0").ok());
+  CHECK(server.health().ok());
   // The kernel refuses the listening socket under it (as an accept error the server cannot recover from).
   const int fd = myop::runtime::testing::listening_socket(server.port());
   REQUIRE(fd >= 0);
   ::shutdown(fd, SHUT_RDWR);
-  REQUIRE(myop::testing::eventually([&] { return server.health().has_value(); }));
-  CHECK_THAT(*server.health(), Catch::Contains("stopped listening"));
+  REQUIRE(myop::testing::eventually([&] { return !server.health().ok(); }));
+  CHECK_THAT(server.health().error(), Catch::Contains("stopped listening"));
   CHECK_FALSE(server.serving());
   server.stop();
-  CHECK_FALSE(server.health());  // stopped on purpose: nothing to report
+  CHECK(server.health().ok());  // stopped on purpose: nothing to report
 }

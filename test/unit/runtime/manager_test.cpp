@@ -281,7 +281,7 @@ TEST_CASE("the cache wait gives up at its timeout on the manager's clock", "[run
 
 TEST_CASE("a bind failure is reported as exit code 1", "[runtime][manager]") {
   HttpServer squatter("squatter");
-  REQUIRE_FALSE(squatter.start("127.0.0.1:0"));
+  REQUIRE(squatter.start("127.0.0.1:0").ok());
   auto options = local_options();
   options.health_probe_bind_address = "127.0.0.1:" + std::to_string(squatter.port());
   Manager manager(options);
@@ -366,9 +366,9 @@ TEST_CASE("probes by name: /readyz/<check> and /healthz/<check> answer for one c
   auto cache = std::make_shared<FakeCache>();
   manager.add_runnable(cache);
   std::atomic<bool> extra_ok{true};
-  manager.add_ready_check("extra", [&]() -> std::optional<std::string> {
-    if (extra_ok) return std::nullopt;
-    return "extra says no";
+  manager.add_ready_check("extra", [&]() -> myop::base::Result<void, std::string> {
+    if (extra_ok) return {};
+    return myop::base::fail("extra says no");
   });
   std::stop_source stop;
   auto exit_code = std::async(std::launch::async, [&] { return manager.run(stop.get_token()); });

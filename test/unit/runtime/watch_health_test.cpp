@@ -23,7 +23,7 @@ TEST_CASE("watch health: failing from the second failure in a row until the next
   WatchHealth health;
   const TimePoint start{};
   CHECK_FALSE(health.failing());
-  CHECK_FALSE(health.problem(start));
+  CHECK(health.health(start).ok());
 
   CHECK_FALSE(health.failed(kReset, start));
   CHECK_FALSE(health.failing());
@@ -32,16 +32,17 @@ TEST_CASE("watch health: failing from the second failure in a row until the next
   CHECK(health.failed(kConversionFailed, start + 2s));
   CHECK(health.failing());
   CHECK_FALSE(health.failed(kConversionFailed, start + 5s));  // failing already: no second transition
-  const auto problem = health.problem(start + 12s);
-  REQUIRE(problem);
-  CHECK_THAT(*problem, Catch::StartsWith("3 attempts in a row failed over 12 s; the last: "));
-  CHECK_THAT(*problem, Catch::Contains("conversion webhook for myorg.io/v1beta1, Kind=MyResource failed"));
-  CHECK_THAT(*problem, Catch::Contains("HTTP 500"));
+  const auto failing = health.health(start + 12s);
+  REQUIRE_FALSE(failing.ok());
+  CHECK_THAT(failing.error(), Catch::StartsWith("3 attempts in a row failed over 12 s; the last: "));
+  CHECK_THAT(failing.error(),
+             Catch::Contains("conversion webhook for myorg.io/v1beta1, Kind=MyResource failed"));
+  CHECK_THAT(failing.error(), Catch::Contains("HTTP 500"));
 
   CHECK(health.progressed());
   CHECK_FALSE(health.failing());
   CHECK(health.failures() == 0);
-  CHECK_FALSE(health.problem(start + 13s));
+  CHECK(health.health(start + 13s).ok());
   CHECK_FALSE(health.progressed());  // healthy already: no transition
 }
 

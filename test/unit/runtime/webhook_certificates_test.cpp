@@ -63,9 +63,9 @@ struct Replica {
   }
 
   void check() {
-    const auto problem = manager->check();
-    INFO(problem.value_or(""));
-    REQUIRE_FALSE(problem);
+    const auto checked = manager->check();
+    INFO((checked ? "" : checked.error().message));
+    REQUIRE(checked.ok());
   }
   double metric(const std::string& name, const std::map<std::string, std::string>& labels = {}) {
     return metric_value(*registry, "test_webhook_certificate_" + name, labels).value_or(-1);
@@ -119,7 +119,7 @@ TEST_CASE("two releases in two namespaces, the CRD naming one of them: only its 
   CHECK(team_b.metric("ca_bundle_owned", {{"crd", kCrd}}) == 0);
   // Not an error of team-b's: its passes succeed, and it said why once, not on each pass.
   CHECK(team_b.metric("checks_total", {{"result", "success"}}) == 6);
-  CHECK_FALSE(team_b.manager->problem());
+  CHECK(team_b.manager->health().ok());
   const auto text = logs.text();
   CHECK(count_lines(text, "is not this operator's") == 1);
   CHECK_THAT(text, Catch::Contains("the Service team-a/my-operator-webhook") &&
@@ -255,15 +255,17 @@ TEST_CASE("a pass that fails is counted and leaves the last success where it was
 
   server->fail(kCrdPath, 500);
   replica.now += 1min;
-  const auto problem = replica.manager->check();
-  REQUIRE(problem);
-  CHECK_THAT(*problem, Catch::Contains("cannot read the CRD " + kCrd));
+  const auto checked = replica.manager->check();
+  REQUIRE_FALSE(checked.ok());
+  CHECK_THAT(checked.error().message, Catch::Contains("cannot read the CRD " + kCrd));
+  CHECK(checked.error().reason == myop::kube::Reason::InternalError);  // the API error is kept
+  CHECK_THAT(replica.manager->health().error(), Catch::Contains("cannot read the CRD " + kCrd));
   CHECK(replica.metric("checks_total", {{"result", "failure"}}) == 1);
   CHECK(replica.metric("checks_total", {{"result", "success"}}) == 1);
   CHECK(replica.metric("last_success_timestamp_seconds") == succeeded_at);
 
   server->fail(serving_path, 403);
-  CHECK(replica.manager->check());
+  CHECK_FALSE(replica.manager->check().ok());
   CHECK(replica.metric("checks_total", {{"result", "failure"}}) == 2);
   server->clear_failures();
   replica.check();
