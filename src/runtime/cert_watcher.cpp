@@ -194,9 +194,9 @@ void CertificateWatcher::on_synced(std::function<void()> callback) {
   callback();
 }
 
-void CertificateWatcher::on_failed(std::function<void(std::string)> callback) {
+void CertificateWatcher::on_failed(const std::function<void(std::string)>& callback) {
   std::lock_guard lock(mutex_);
-  failed_ = std::move(callback);
+  failed_ = callback;
 }
 
 std::shared_ptr<boost::asio::ssl::context> CertificateWatcher::tls_context() {

@@ -64,7 +64,7 @@ class CertificateWatcher final : public TlsContextProvider, public Runnable {
   void stop() override;
   bool has_synced() const override;
   void on_synced(std::function<void()> callback) override;
-  void on_failed(std::function<void(std::string)> callback) override;
+  void on_failed(const std::function<void(std::string)>& callback) override;
   // One poll: reads the files and swaps in a changed pair that loads. True when it swapped.
   bool poll();
 

@@ -32,9 +32,9 @@ void HttpServerRunnable::on_synced(std::function<void()> callback) {
   callback();
 }
 
-void HttpServerRunnable::on_failed(std::function<void(std::string)> callback) {
+void HttpServerRunnable::on_failed(const std::function<void(std::string)>& callback) {
   std::lock_guard lock(mutex_);
-  failed_ = std::move(callback);
+  failed_ = callback;
 }
 
 void HttpServerRunnable::failed(const std::string& error) {

@@ -27,7 +27,7 @@ class HttpServerRunnable final : public Runnable {
   void stop() override;
   bool has_synced() const override { return listening_; }
   void on_synced(std::function<void()> callback) override;
-  void on_failed(std::function<void(std::string)> callback) override;
+  void on_failed(const std::function<void(std::string)>& callback) override;
 
  private:
   void failed(const std::string& error);

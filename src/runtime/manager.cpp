@@ -71,7 +71,7 @@ class ShardMembership final : public Runnable {
   void on_synced(std::function<void()> callback) override {
     if (joined_) callback();
   }
-  void on_failed(std::function<void(std::string)> callback) override { failed_ = std::move(callback); }
+  void on_failed(const std::function<void(std::string)>& callback) override { failed_ = callback; }
 
  private:
   ShardCoordinator& coordinator_;

@@ -30,7 +30,7 @@ class Runnable {
   // Calls `callback` once with the reason, when it has failed for good (a server that cannot bind, a
   // certificate that does not load): the manager then stops everything, naming this runnable. Set
   // before start(), which may call it itself; later from any thread. Default: it never fails.
-  virtual void on_failed(std::function<void(std::string)> callback) { static_cast<void>(callback); }
+  virtual void on_failed(const std::function<void(std::string)>& callback) { static_cast<void>(callback); }
 };
 
 }  // namespace myop::runtime

@@ -66,9 +66,9 @@ class FakeRunnable final : public Runnable {
     lock.unlock();
     callback();
   }
-  void on_failed(std::function<void(std::string)> callback) override {
+  void on_failed(const std::function<void(std::string)>& callback) override {
     std::lock_guard lock(mutex_);
-    failed_ = std::move(callback);
+    failed_ = callback;
   }
 
   void set_unsynced() { synced_ = false; }
@@ -256,7 +256,7 @@ TEST_CASE("a runnable that fails while running stops every group, and the failur
 }
 
 TEST_CASE(
-    "leader-only runnables start once elected; the Lease is released after they stop, before the caches",
+    "leader-only runnables start once elected, the Lease released after they stop and before the caches",
     "[runtime][runnable_group]") {
   Journal journal;
   auto elector = std::make_shared<FakeElector>(journal);
