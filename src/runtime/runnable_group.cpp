@@ -30,6 +30,10 @@ constexpr std::array<RunnableGroup, kRunnableGroups> kStartOrder = {
     RunnableGroup::servers, RunnableGroup::webhook_certificates, RunnableGroup::webhooks,
     RunnableGroup::caches, RunnableGroup::leader_only};
 
+constexpr std::array<RunnableGroup, kRunnableGroups> kStopOrder = {
+    RunnableGroup::leader_only, RunnableGroup::caches, RunnableGroup::webhooks,
+    RunnableGroup::webhook_certificates, RunnableGroup::servers};
+
 std::size_t index(RunnableGroup group) { return static_cast<std::size_t>(group); }
 
 }  // namespace
@@ -157,15 +161,15 @@ bool RunnableGroups::wait_until_synced(RunnableGroup group, const std::stop_toke
 }
 
 void RunnableGroups::stop_started() {
-  for (auto group = kStartOrder.rbegin(); group != kStartOrder.rend(); ++group) {
-    const auto& runnables = groups_.at(index(*group));
-    for (std::size_t count = started_.at(index(*group)); count > 0; --count) {
+  for (const RunnableGroup group : kStopOrder) {
+    const auto& runnables = groups_.at(index(group));
+    for (std::size_t count = started_.at(index(group)); count > 0; --count) {
       const auto& runnable = runnables.at(count - 1);
-      log(spdlog::level::info, "Stopping", {{"runnable", runnable->name()}, {"group", group_name(*group)}});
+      log(spdlog::level::info, "Stopping", {{"runnable", runnable->name()}, {"group", group_name(group)}});
       runnable->stop();
     }
     // Released once nothing that writes runs, before the caches go: a standby takes over at once.
-    if (*group == RunnableGroup::leader_only && options_.leader_elector && !lease_lost()) {
+    if (group == RunnableGroup::leader_only && options_.leader_elector && !lease_lost()) {
       options_.leader_elector->release();
     }
   }
