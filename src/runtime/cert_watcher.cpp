@@ -46,6 +46,18 @@ std::string joined(const std::vector<std::string>& names) {
 
 }  // namespace
 
+void log_served_certificate(const std::string& message, const std::string& source,
+                            const CertificateDescription& certificate) {
+  log(certificate.expired ? spdlog::level::warn : spdlog::level::info, message,
+      {{"source", source},
+       {"subject", certificate.subject},
+       {"serial", certificate.serial},
+       {"names", joined(certificate.names)},
+       {"notAfter", certificate.not_after},
+       {"sha256", certificate.sha256_fingerprint},
+       {"expired", certificate.expired ? "true" : "false"}});
+}
+
 CertificateReloadTracker::Action CertificateReloadTracker::seen(const std::string& digest) const {
   if (digest == loaded_ || digest == refused_) return Action::Keep;
   return Action::Load;
@@ -60,10 +72,11 @@ void CertificateReloadTracker::refused(const std::string& digest) { refused_ = d
 
 CertificateWatcher::CertificateWatcher(std::string certificate_path, std::string key_path,
                                        std::chrono::milliseconds poll_interval,
-                                       std::shared_ptr<const base::Clock> clock)
+                                       std::shared_ptr<const base::Clock> clock, std::string name)
     : certificate_path_(std::move(certificate_path)),
       key_path_(std::move(key_path)),
-      runner_({.name = "certificate reload",
+      name_(std::move(name)),
+      runner_({.name = name_ + " reload",
                .first_delay = poll_interval,
                .period = poll_interval,
                .retry = base::constant_backoff(poll_interval),
@@ -139,9 +152,52 @@ bool CertificateWatcher::poll() {
   return true;
 }
 
-void CertificateWatcher::start() { runner_.start(); }
+void CertificateWatcher::start() {
+  if (!has_synced()) {
+    auto loaded = load();
+    if (!loaded) {
+      std::function<void(std::string)> failed;
+      {
+        std::lock_guard lock(mutex_);
+        failed = failed_;
+      }
+      if (failed) failed(loaded.error().message);
+      return;
+    }
+    log_served_certificate("Serving the certificate files, reloaded when they change (" + name_ + ")",
+                           certificate_path_, *loaded);
+    std::function<void()> synced;
+    {
+      std::lock_guard lock(mutex_);
+      synced = std::move(synced_);
+    }
+    if (synced) synced();
+  }
+  runner_.start();
+}
 
 void CertificateWatcher::stop() { runner_.stop(); }
+
+bool CertificateWatcher::has_synced() const {
+  std::lock_guard lock(mutex_);
+  return context_ != nullptr;
+}
+
+void CertificateWatcher::on_synced(std::function<void()> callback) {
+  {
+    std::lock_guard lock(mutex_);
+    if (context_ == nullptr) {
+      synced_ = std::move(callback);
+      return;
+    }
+  }
+  callback();
+}
+
+void CertificateWatcher::on_failed(const std::function<void(std::string)>& callback) {
+  std::lock_guard lock(mutex_);
+  failed_ = callback;
+}
 
 std::shared_ptr<boost::asio::ssl::context> CertificateWatcher::tls_context() {
   std::lock_guard lock(mutex_);

@@ -5,12 +5,11 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <filesystem>
 #include <future>
 #include <stdexcept>
-#include <thread>
 
+#include "runtime/http_server_runnable.h"
 #include "runtime/logging.h"
 #include "runtime/tls_certificate.h"
 
@@ -20,27 +19,75 @@ namespace {
 
 bool disabled(const std::string& bind_address) { return bind_address.empty() || bind_address == "0"; }
 
-std::string joined(const std::vector<std::string>& names) {
-  std::string text;
-  for (const auto& name : names) text += (text.empty() ? "" : ",") + name;
-  return text;
-}
+// The controllers, as one runnable of the leader-only group: they start together, and stop in
+// parallel, so that they share one grace period (`grace` says how long, when they stop).
+class Controllers final : public Runnable {
+ public:
+  Controllers(std::vector<std::shared_ptr<Controller>> controllers, std::function<Duration()> grace,
+              std::shared_ptr<std::atomic<bool>> clean)
+      : controllers_(std::move(controllers)), grace_(std::move(grace)), clean_(std::move(clean)) {}
+  std::string name() const override { return "controllers"; }
+  void start() override {
+    for (const auto& controller : controllers_) controller->start();
+  }
+  void stop() override {
+    const Duration grace = grace_();
+    log(spdlog::level::info, "Stopping controllers",
+        {{"gracePeriodSeconds", std::to_string(to_seconds(grace))}});
+    std::vector<std::future<bool>> stopped;
+    stopped.reserve(controllers_.size());
+    for (const auto& controller : controllers_) {
+      stopped.push_back(
+          std::async(std::launch::async, [controller, grace] { return controller->stop(grace); }));
+    }
+    bool clean = true;
+    for (auto& result : stopped) clean = result.get() && clean;
+    *clean_ = clean;
+  }
+  bool has_synced() const override { return true; }
+  void on_synced(std::function<void()> callback) override { callback(); }
 
-void log_certificate(const std::string& message, const std::string& source,
-                     const CertificateDescription& certificate) {
-  log(certificate.expired ? spdlog::level::warn : spdlog::level::info, message,
-      {{"source", source},
-       {"subject", certificate.subject},
-       {"serial", certificate.serial},
-       {"names", joined(certificate.names)},
-       {"notAfter", certificate.not_after},
-       {"sha256", certificate.sha256_fingerprint},
-       {"expired", certificate.expired ? "true" : "false"}});
-}
+ private:
+  std::vector<std::shared_ptr<Controller>> controllers_;
+  std::function<Duration()> grace_;
+  std::shared_ptr<std::atomic<bool>> clean_;
+};
+
+// This replica's membership of the shard group, last of the leader-only group: it joins once the
+// controllers run, and on stop drains and frees every slot first, so the others take them over at
+// once. Losing it is a lost Lease (the manager's on_lost says so to the groups).
+class ShardMembership final : public Runnable {
+ public:
+  ShardMembership(ShardCoordinator& coordinator, std::stop_token stopping, std::function<Duration()> grace)
+      : coordinator_(coordinator), stopping_(std::move(stopping)), grace_(std::move(grace)) {}
+  std::string name() const override { return "shard coordinator"; }
+  // Blocks until the member Lease is written, or the groups stop.
+  void start() override {
+    joined_ = coordinator_.start(stopping_);
+    if (!joined_ && !stopping_.stop_requested() && failed_) failed_("cannot join the shard group");
+  }
+  void stop() override { coordinator_.stop(grace_()); }
+  bool has_synced() const override { return joined_; }
+  void on_synced(std::function<void()> callback) override {
+    if (joined_) callback();
+  }
+  void on_failed(const std::function<void(std::string)>& callback) override { failed_ = callback; }
+
+ private:
+  ShardCoordinator& coordinator_;
+  std::stop_token stopping_;
+  std::function<Duration()> grace_;
+  std::function<void(std::string)> failed_;
+  std::atomic<bool> joined_{false};
+};
 
 }  // namespace
 
-Manager::Manager(ManagerOptions options) : options_(std::move(options)) {
+Manager::Manager(ManagerOptions options)
+    : options_(std::move(options)),
+      groups_({.leader_elector = options_.leader_elector,
+               .ready_timeout = options_.cache_sync_timeout,
+               .clock = options_.clock}) {
   if (!options_.registry) options_.registry = std::make_shared<prometheus::Registry>();
   if (!options_.clock) options_.clock = base::system_clock();
   if (options_.client) {
@@ -154,7 +201,7 @@ HttpResponse run_checks(const std::vector<std::pair<std::string, Check>>& checks
   for (const auto& [name, check] : checks) {
     if (!only.empty() && name != only) continue;
     found = true;
-    if (auto checked = check(); !checked) failures += failure_lines(name, checked.error());
+    if (auto failure = check()) failures += failure_lines(name, *failure);
   }
   if (!found) return {404, kPlainText, "no check named \"" + only + "\"\n"};
   if (failures.empty()) failures = std::move(extra_failure);
@@ -192,7 +239,7 @@ std::vector<std::pair<std::string, Check>> Manager::ready_checks() {
 HttpResponse Manager::readyz(const HttpRequest& request) {
   const std::string only = check_name(request.path, "/readyz/");
   // The whole is ready only once the manager has seen every cache synced and moved on.
-  return run_checks(ready_checks(), only, 503, only.empty() && !caches_synced_ ? "caches not synced\n" : "");
+  return run_checks(ready_checks(), only, 503, only.empty() && !caches_synced() ? "caches not synced\n" : "");
 }
 
 base::Result<void, std::string> Manager::webhook_readiness() {
@@ -248,244 +295,112 @@ HttpResponse Manager::metrics(const HttpRequest& request) {
 }
 
 base::Result<void, std::string> Manager::prepare_metrics_tls() {
-  if (options_.metrics_cert_dir.empty()) {
-    // As controller-runtime does without a cert dir: a certificate nobody can verify, but the
-    // bearer token still travels encrypted. Scrapers must skip verification (or pin it).
-    std::vector<std::string> names = {"localhost", "127.0.0.1", "::1"};
-    char host[256] = {};
-    if (gethostname(host, sizeof(host) - 1) == 0 && host[0] != '\0') names.insert(names.begin(), host);
-    auto pair = generate_self_signed_certificate(names, options_.field_manager);
-    if (!pair) return base::fail("cannot make a self-signed certificate: " + pair.error().message);
-    auto context = make_server_tls_context(*pair);
-    if (!context) return base::fail("cannot use the self-signed certificate: " + context.error().message);
-    log_certificate(
-        "Serving metrics with a self-signed certificate made in memory (set --metrics-cert-dir "
-        "to serve a verifiable one)",
-        "self-signed", inspect_certificate_pair(*pair).value());
-    log(spdlog::level::info, "Self-signed metrics certificate", {{"pem", pair->certificate_pem}});
-    metrics_server_.serve_tls(std::make_shared<FixedTlsContextProvider>(std::move(context).value()));
-    return {};
-  }
-  const std::filesystem::path folder(options_.metrics_cert_dir);
-  const std::string certificate = (folder / options_.metrics_cert_name).string();
-  const std::string key = (folder / options_.metrics_key_name).string();
-  auto watcher = std::make_shared<CertificateWatcher>(certificate, key, options_.metrics_cert_poll_interval,
-                                                      options_.clock);
-  auto loaded = watcher->load();
-  if (!loaded) return base::fail("--metrics-cert-dir: " + loaded.error().message);
-  log_certificate(
-      "Serving metrics with the certificate of --metrics-cert-dir, reloaded when its files change",
-      certificate, *loaded);
-  watcher->start();
-  certificate_watcher_ = watcher;
-  metrics_server_.serve_tls(std::move(watcher));
+  // As controller-runtime does without a cert dir: a certificate nobody can verify, but the
+  // bearer token still travels encrypted. Scrapers must skip verification (or pin it).
+  std::vector<std::string> names = {"localhost", "127.0.0.1", "::1"};
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) == 0 && host[0] != '\0') names.insert(names.begin(), host);
+  auto pair = generate_self_signed_certificate(names, options_.field_manager);
+  if (!pair) return base::fail("cannot make a self-signed certificate: " + pair.error().message);
+  auto context = make_server_tls_context(*pair);
+  if (!context) return base::fail("cannot use the self-signed certificate: " + context.error().message);
+  log_served_certificate(
+      "Serving metrics with a self-signed certificate made in memory (set --metrics-cert-dir "
+      "to serve a verifiable one)",
+      "self-signed", inspect_certificate_pair(*pair).value());
+  log(spdlog::level::info, "Self-signed metrics certificate", {{"pem", pair->certificate_pem}});
+  metrics_server_.serve_tls(std::make_shared<FixedTlsContextProvider>(std::move(context).value()));
   return {};
-}
-
-bool Manager::wait_for_caches(std::stop_token stop) {
-  // Shared with the callbacks: a runnable may sync after this wait has given up.
-  struct SyncSignal {
-    std::mutex mutex;
-    std::condition_variable_any synced;
-  };
-  auto signal = std::make_shared<SyncSignal>();
-  for (const auto& runnable : runnables_) {
-    runnable->on_synced([signal] {
-      std::lock_guard lock(signal->mutex);
-      signal->synced.notify_all();
-    });
-  }
-  const auto all_synced = [this] {
-    return std::all_of(runnables_.begin(), runnables_.end(),
-                       [](const auto& runnable) { return runnable->has_synced(); });
-  };
-  std::unique_lock lock(signal->mutex);
-  const bool synced =
-      options_.clock->wait_for(signal->synced, lock, stop, options_.cache_sync_timeout, all_synced);
-  if (stop.stop_requested()) return false;
-  if (synced) return true;
-  for (const auto& runnable : runnables_) {
-    if (!runnable->has_synced()) {
-      log(spdlog::level::err, "Timed out waiting for a cache to sync", {{"cache", runnable->name()}});
-    }
-  }
-  return false;
 }
 
 void Manager::add_webhook(const std::string& path, HttpHandler handler) {
   webhook_server_.handle_post(path, std::move(handler));
 }
 
-base::Result<void, std::string> Manager::serve_webhooks(const std::stop_token& stop) {
+base::Result<void, std::string> Manager::serve_webhooks() {
   if (!options_.webhook_cert_dir.empty()) {
     const std::filesystem::path folder(options_.webhook_cert_dir);
-    auto watcher =
-        std::make_shared<CertificateWatcher>((folder / "tls.crt").string(), (folder / "tls.key").string(),
-                                             options_.metrics_cert_poll_interval, options_.clock);
-    auto loaded = watcher->load();
-    if (!loaded) return base::fail("--webhook-cert-dir: " + loaded.error().message);
-    log_certificate(
-        "Serving webhooks with the certificate of --webhook-cert-dir, reloaded when its files change",
-        folder.string(), *loaded);
-    watcher->start();
-    webhook_certificate_watcher_ = watcher;
-    webhook_server_.serve_tls(std::move(watcher));
-    return webhook_server_.start(options_.webhook_bind_address);
-  }
-  if (!options_.webhook_certificates)
+    webhook_certificate_watcher_ = std::make_shared<CertificateWatcher>(
+        (folder / "tls.crt").string(), (folder / "tls.key").string(), options_.metrics_cert_poll_interval,
+        options_.clock, "webhook certificate files");
+    groups_.add(RunnableGroup::webhook_certificates, webhook_certificate_watcher_);
+    webhook_server_.serve_tls(webhook_certificate_watcher_);
+  } else if (options_.webhook_certificates) {
+    // Synced once it has a certificate to serve: the server starts only then.
+    groups_.add(RunnableGroup::webhook_certificates, options_.webhook_certificates);
+    webhook_server_.serve_tls(options_.webhook_certificates);
+  } else {
     return base::fail("no certificate for the webhook server (neither a folder nor a Secret)");
-  if (const auto& certificates = options_.webhook_certificates) {
-    log(spdlog::level::info, "Starting", {{"runnable", certificates->name()}});
-    certificates->start();
-    // Shared with the callback, which may come after a timeout has ended this wait.
-    struct Synced {
-      std::mutex mutex;
-      std::condition_variable_any changed;
-      bool done = false;
-    };
-    auto synced = std::make_shared<Synced>();
-    certificates->on_synced([synced] {
-      std::lock_guard lock(synced->mutex);
-      synced->done = true;
-      synced->changed.notify_all();
-    });
-    std::unique_lock lock(synced->mutex);
-    if (!options_.clock->wait_for(synced->changed, lock, stop, options_.cache_sync_timeout,
-                                  [&] { return synced->done; }))
-      return base::fail(stop.stop_requested()
-                            ? "stopped before the webhook had a certificate"
-                            : "no webhook certificate within " +
-                                  std::to_string(std::chrono::duration_cast<std::chrono::seconds>(
-                                                     options_.cache_sync_timeout)
-                                                     .count()) +
-                                  " s");
   }
-  webhook_server_.serve_tls(options_.webhook_certificates);
-  return webhook_server_.start(options_.webhook_bind_address);
+  groups_.add(RunnableGroup::webhooks,
+              std::make_shared<HttpServerRunnable>(webhook_server_, options_.webhook_bind_address));
+  return {};
 }
 
-int Manager::run(std::stop_token stop) {
-  std::stop_callback forward(stop, [this] { internal_stop_.request_stop(); });
-  const std::stop_token stopping = internal_stop_.get_token();
-  prepare_servers();
+Duration Manager::grace() const {
+  // Lost leadership: another replica may already be writing, so cancel in-flight work at once.
+  return groups_.lease_lost() ? Duration::zero() : options_.graceful_shutdown_timeout;
+}
 
+base::Result<void, std::string> Manager::build_groups() {
+  prepare_servers();
   if (!disabled(options_.health_probe_bind_address)) {
-    if (auto started = probe_server_.start(options_.health_probe_bind_address); !started) {
-      log(spdlog::level::err, "Cannot serve health probes", {{"error", started.error()}});
-      return 1;
-    }
+    groups_.add(RunnableGroup::servers,
+                std::make_shared<HttpServerRunnable>(probe_server_, options_.health_probe_bind_address));
   }
   if (!disabled(options_.metrics_bind_address)) {
+    HttpServerRunnable::Prepare prepare;
     if (options_.metrics_secure && !options_.metrics_authorizer) {
       log(spdlog::level::warn,
           "Metrics are served over HTTPS without authorization: anyone reaching the port reads them", {});
     }
-    if (options_.metrics_secure) {
-      if (auto prepared = prepare_metrics_tls(); !prepared) {
-        log(spdlog::level::err, "Cannot serve metrics over HTTPS", {{"error", prepared.error()}});
-        probe_server_.stop();
-        return 1;
-      }
+    if (options_.metrics_secure && options_.metrics_cert_dir.empty()) {
+      prepare = [this] { return prepare_metrics_tls(); };
+    } else if (options_.metrics_secure) {
+      const std::filesystem::path folder(options_.metrics_cert_dir);
+      certificate_watcher_ = std::make_shared<CertificateWatcher>(
+          (folder / options_.metrics_cert_name).string(), (folder / options_.metrics_key_name).string(),
+          options_.metrics_cert_poll_interval, options_.clock, "metrics certificate files");
+      groups_.add(RunnableGroup::servers, certificate_watcher_);
+      metrics_server_.serve_tls(certificate_watcher_);
     }
-    if (auto started = metrics_server_.start(options_.metrics_bind_address); !started) {
-      log(spdlog::level::err, "Cannot serve metrics", {{"error", started.error()}});
-      probe_server_.stop();
-      return 1;
-    }
+    groups_.add(RunnableGroup::servers,
+                std::make_shared<HttpServerRunnable>(metrics_server_, options_.metrics_bind_address,
+                                                     std::move(prepare)));
   }
-
   if (!disabled(options_.webhook_bind_address)) {
-    if (auto serving = serve_webhooks(stopping); !serving) {
-      log(spdlog::level::err, "Cannot serve webhooks", {{"error", serving.error()}});
-      if (options_.webhook_certificates) options_.webhook_certificates->stop();
-      if (webhook_certificate_watcher_) webhook_certificate_watcher_->stop();
-      metrics_server_.stop();
-      probe_server_.stop();
-      return stop.stop_requested() ? 0 : 1;
-    }
+    if (auto served = serve_webhooks(); !served) return served;
   }
-
-  for (const auto& runnable : runnables_) {
-    log(spdlog::level::info, "Starting cache", {{"cache", runnable->name()}});
-    runnable->start();
-  }
-  if (!wait_for_caches(stopping)) {
-    const bool requested = stop.stop_requested();
-    shut_down();
-    return requested ? 0 : 1;
-  }
-  caches_synced_ = true;
-  log(spdlog::level::info, "Caches synced", {{"caches", std::to_string(runnables_.size())}});
-
-  if (options_.leader_elector) {
-    options_.leader_elector->on_lost([this] {
-      log(spdlog::level::err, "Leader election lost, stopping", {});
-      leadership_lost_ = true;
-      internal_stop_.request_stop();
-    });
-    log(spdlog::level::info, "Waiting for leadership", {});
-    if (!options_.leader_elector->acquire(stopping)) {
-      shut_down();
-      return leadership_lost_ ? 1 : 0;
-    }
-    log(spdlog::level::info, "Became leader, starting controllers", {});
-  }
-  for (const auto& controller : controllers_) controller->start();
-  for (const auto& runnable : leader_runnables_) {
-    log(spdlog::level::info, "Starting", {{"runnable", runnable->name()}});
-    runnable->start();
-  }
+  for (const auto& runnable : runnables_) groups_.add(RunnableGroup::caches, runnable);
+  const auto grace = [this] { return this->grace(); };
+  groups_.add(RunnableGroup::leader_only,
+              std::make_shared<Controllers>(controllers_, grace, controllers_clean_));
+  for (const auto& runnable : leader_runnables_) groups_.add(RunnableGroup::leader_only, runnable);
   if (shard_coordinator_) {
     shard_coordinator_->on_lost([this] {
       log(spdlog::level::err, "Shard membership lost, stopping", {});
-      leadership_lost_ = true;
-      internal_stop_.request_stop();
+      groups_.lose_lease("shard coordinator", "shard membership lost");
     });
-    if (!shard_coordinator_->start(stopping)) {
-      shut_down();
-      return stop.stop_requested() ? 0 : 1;
-    }
+    groups_.add(RunnableGroup::leader_only,
+                std::make_shared<ShardMembership>(*shard_coordinator_, groups_.stopping(), grace));
   }
-
-  {
-    std::mutex mutex;
-    std::condition_variable_any wake;
-    std::unique_lock lock(mutex);
-    wake.wait(lock, stopping, [] { return false; });
-  }
-  const bool clean = shut_down();
-  if (leadership_lost_) return 1;
-  return clean ? 0 : 1;
+  return {};
 }
 
-bool Manager::shut_down() {
-  // Lost leadership: another replica may already be writing, so cancel in-flight work at once.
-  const Duration grace = leadership_lost_ ? Duration::zero() : options_.graceful_shutdown_timeout;
-  // Sharded: drain and free every slot first, so the other replicas take them over at once.
-  if (shard_coordinator_) shard_coordinator_->stop(grace);
-  log(spdlog::level::info, "Stopping controllers",
-      {{"gracePeriodSeconds", std::to_string(to_seconds(grace))}});
-  // Controllers stop in parallel so that they share one grace period.
-  std::vector<std::future<bool>> stopped;
-  for (const auto& controller : controllers_) {
-    stopped.push_back(
-        std::async(std::launch::async, [controller, grace] { return controller->stop(grace); }));
+int Manager::run(std::stop_token stop) {
+  if (auto built = build_groups(); !built) {
+    log(spdlog::level::err, "Cannot run", {{"error", built.error()}});
+    return 1;
   }
-  // Leader-only work stops next to the controllers (stop() cancels what is in flight).
-  for (const auto& runnable : leader_runnables_) runnable->stop();
-  bool clean = true;
-  for (auto& result : stopped) clean = result.get() && clean;
-  if (options_.leader_elector && !leadership_lost_) options_.leader_elector->release();
-  for (const auto& runnable : runnables_) runnable->stop();
-  // The webhook serves until the end: another replica's caches may still need its conversion.
-  webhook_server_.stop();
-  if (options_.webhook_certificates) options_.webhook_certificates->stop();
-  if (webhook_certificate_watcher_) webhook_certificate_watcher_->stop();
-  metrics_server_.stop();
-  probe_server_.stop();
-  if (certificate_watcher_) certificate_watcher_->stop();
+  const auto failure = groups_.run(std::move(stop));
+  const bool clean = *controllers_clean_;
   log(spdlog::level::info, "Stopped", {{"clean", clean ? "true" : "false"}});
-  return clean;
+  if (failure) {
+    log(spdlog::level::err, "Stopped on a failure",
+        {{"runnable", failure->runnable}, {"error", failure->error}});
+    return 1;
+  }
+  return clean ? 0 : 1;
 }
 
 }  // namespace myop::runtime

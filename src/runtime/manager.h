@@ -1,9 +1,11 @@
 #pragma once
-// Runs an operator: serves probes and metrics, starts caches, waits until they are synced, waits
-// for leadership, starts controllers and the runnables that need leadership; on stop (SIGTERM/SIGINT
-// through SignalWatcher, or lost leadership) stops taking work, gives in-flight reconciles a grace
-// period (none when leadership was lost: another replica may be writing already), stops the
-// leader-only runnables, releases the lease, and stops caches and servers. Nothing else checks
+// Runs an operator: serves probes and metrics, serves the webhook, starts caches, waits until they are
+// synced, waits for leadership, starts controllers and the runnables that need leadership; on stop
+// (SIGTERM/SIGINT through SignalWatcher, lost leadership, or a runnable that failed) stops taking work,
+// gives in-flight reconciles a grace period (none when leadership was lost: another replica may be
+// writing already), stops the leader-only runnables, releases the lease, and stops caches and servers.
+// Each of these is a Runnable in a group of runtime/runnable_group.h, which starts the groups in that
+// order and stops them in the reverse one; run() builds the groups and runs them. Nothing else checks
 // leadership: whatever writes runs only while the manager has started it.
 //
 // It owns what every controller of the process shares: the informer registry (one cache per kind
@@ -37,7 +39,6 @@
 #include <vector>
 
 #include "base/clock.h"
-#include "base/result.h"
 #include "kube/client.h"
 #include "runtime/cert_watcher.h"
 #include "runtime/clock.h"
@@ -48,6 +49,7 @@
 #include "runtime/leader_elector.h"
 #include "runtime/metrics_authorizer.h"
 #include "runtime/runnable.h"
+#include "runtime/runnable_group.h"
 #include "runtime/shard_coordinator.h"
 #include "runtime/shard_gate.h"
 #include "runtime/webhook_certificates.h"
@@ -116,7 +118,7 @@ struct ManagerOptions {
   std::shared_ptr<trace::Tracer> tracer{};
 };
 
-// A named check: passes, or fails with a text that says why.
+// A named check; returns an error text when failing.
 using Check = std::function<base::Result<void, std::string>()>;
 
 class Manager {
@@ -149,11 +151,12 @@ class Manager {
   void add_health_check(std::string name, Check check);
   void add_ready_check(std::string name, Check check);
 
-  // Blocks until `stop` is requested or leadership is lost, then shuts down. Returns the exit
-  // code: 0 after a requested stop, 1 when start-up failed or leadership was lost.
+  // Blocks until `stop` is requested, leadership is lost or a runnable fails, then shuts down.
+  // Returns the exit code: 0 after a requested stop, 1 when start-up failed, a runnable failed,
+  // leadership was lost or reconciles were still running at the end of the grace period. Once.
   int run(std::stop_token stop);
 
-  bool caches_synced() const { return caches_synced_; }
+  bool caches_synced() const { return groups_.ready(RunnableGroup::caches); }
   std::uint16_t metrics_port() const { return metrics_server_.port(); }
   std::uint16_t probe_port() const { return probe_server_.port(); }
   std::uint16_t webhook_port() const { return webhook_server_.port(); }
@@ -169,12 +172,17 @@ class Manager {
   // Exports the metrics and registers the checks of the servers run() starts.
   void prepare_servers();
   HttpResponse metrics(const HttpRequest& request);
-  // The metrics server's TLS certificate (metrics_secure); an error text when it cannot be had.
+  // The metrics server's self-signed TLS certificate (metrics_secure without metrics_cert_dir, whose
+  // files a CertificateWatcher of the servers group loads instead); an error text when it cannot be made.
   base::Result<void, std::string> prepare_metrics_tls();
-  bool wait_for_caches(std::stop_token stop);
-  // Starts the webhook server (after its certificates, when self-managed); an error text on failure.
-  base::Result<void, std::string> serve_webhooks(const std::stop_token& stop);
-  bool shut_down();
+  // Adds the servers, their certificates, the caches, the controllers, the leader-only runnables and
+  // the shard coordinator to groups_; an error text when the webhook has no certificate to serve.
+  base::Result<void, std::string> build_groups();
+  // Adds the webhook's certificate source and the webhook server to groups_; an error text when it
+  // has no certificate source.
+  base::Result<void, std::string> serve_webhooks();
+  // Controllers stop with the grace period, or at once after a Lease was lost.
+  Duration grace() const;
 
   ManagerOptions options_;
   std::vector<std::shared_ptr<prometheus::Collectable>> collectables_;
@@ -195,10 +203,10 @@ class Manager {
   std::shared_ptr<CertificateWatcher> webhook_certificate_watcher_;
   std::shared_ptr<ShardGate> shard_gate_;
   std::unique_ptr<ShardCoordinator> shard_coordinator_;
-  std::atomic<bool> caches_synced_{false};
   bool servers_prepared_ = false;
-  std::atomic<bool> leadership_lost_{false};
-  std::stop_source internal_stop_;
+  RunnableGroups groups_;
+  // Whether every controller stopped within its grace period (set once run() has stopped them).
+  std::shared_ptr<std::atomic<bool>> controllers_clean_ = std::make_shared<std::atomic<bool>>(true);
 };
 
 }  // namespace myop::runtime

@@ -1,7 +1,8 @@
 #pragma once
-// Something the manager starts and stops: a cache (started first; the controllers wait until every
-// cache has synced), or work that writes and so needs leadership (started with the controllers once
-// this replica leads, stopped, with in-flight writes cancelled, when it stops leading).
+// Something the manager starts and stops, in a group of its kind (runtime/runnable_group.h): a server,
+// a certificate source, a cache (the controllers wait until every cache has synced), or work that
+// writes and so needs leadership (started with the controllers once this replica leads, stopped, with
+// in-flight writes cancelled, when it stops leading).
 #include <functional>
 #include <string>
 #include <vector>
@@ -26,6 +27,10 @@ class Runnable {
   // thread that synced it, so the manager waits for caches without polling. The callback must not
   // block.
   virtual void on_synced(std::function<void()> callback) = 0;
+  // Calls `callback` once with the reason, when it has failed for good (a server that cannot bind, a
+  // certificate that does not load): the manager then stops everything, naming this runnable. Set
+  // before start(), which may call it itself; later from any thread. Default: it never fails.
+  virtual void on_failed(const std::function<void(std::string)>& callback) { static_cast<void>(callback); }
 };
 
 }  // namespace myop::runtime

@@ -147,3 +147,35 @@ TEST_CASE("missing or invalid files at start are an error naming the file", "[ru
   REQUIRE_FALSE(mismatched.ok());
   CHECK_THAT(mismatched.error().message, Catch::Contains("does not belong"));
 }
+
+TEST_CASE("as a runnable it loads at start, synced once loaded, and fails with the reason when it cannot",
+          "[runtime][tls][cert_watcher]") {
+  TemporaryFolder folder;
+  const auto certificate = folder.path() / "tls.crt";
+  const auto key = folder.path() / "tls.key";
+  auto clock = std::make_shared<myop::testing::FakeClock>();
+  CertificateWatcher watcher(certificate.string(), key.string(), std::chrono::seconds(5), clock,
+                             "metrics certificate files");
+  CHECK(watcher.name() == "metrics certificate files");
+  std::string failure;
+  watcher.on_failed([&](std::string error) { failure = std::move(error); });
+  bool synced = false;
+  watcher.on_synced([&] { synced = true; });
+
+  watcher.start();  // no files yet
+  CHECK_THAT(failure, Catch::Contains(certificate.string()));
+  CHECK_FALSE(watcher.has_synced());
+  CHECK_FALSE(synced);
+  watcher.stop();
+
+  const CertificatePair pair = make_pair();
+  write(certificate, pair.certificate_pem);
+  write(key, pair.key_pem);
+  failure.clear();
+  watcher.start();
+  CHECK(failure.empty());
+  CHECK(watcher.has_synced());
+  CHECK(synced);
+  CHECK(watcher.tls_context() != nullptr);
+  watcher.stop();
+}
