@@ -35,7 +35,7 @@
 #include "kube/config.h"
 #include "kube/transport.h"
 #include "kube/watch_source.h"
-#include "runtime/informer.h"
+#include "runtime/cache/informer.h"
 
 using namespace myop;
 

@@ -11,7 +11,7 @@
 #include "app/options.h"
 #include "myresource/myresource_controller.h"
 #include "runtime/logging.h"
-#include "runtime/signal_watcher.h"
+#include "runtime/manager/signal_watcher.h"
 #include "version.h"
 
 namespace {

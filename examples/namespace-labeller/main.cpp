@@ -14,9 +14,9 @@
 #include <string>
 
 #include "kube/connect.h"
-#include "runtime/builder.h"
-#include "runtime/manager.h"
-#include "runtime/signal_watcher.h"
+#include "runtime/controller/builder.h"
+#include "runtime/manager/manager.h"
+#include "runtime/manager/signal_watcher.h"
 
 namespace {
 

@@ -16,9 +16,9 @@
 #include "myresource/desired.h"
 #include "myresource/preflight.h"
 #include "myresource/types.h"
-#include "runtime/leader_election.h"
-#include "runtime/metrics_authorizer.h"
-#include "runtime/storage_migration.h"
+#include "runtime/election/leader_election.h"
+#include "runtime/http/metrics_authorizer.h"
+#include "runtime/migration/storage_migration.h"
 #include "trace/otlp_http_exporter.h"
 #include "version.h"
 

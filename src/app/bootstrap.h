@@ -9,7 +9,7 @@
 #include "app/options.h"
 #include "kube/client.h"
 #include "kube/errors.h"
-#include "runtime/manager.h"
+#include "runtime/manager/manager.h"
 
 namespace myop::app {
 

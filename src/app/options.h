@@ -54,7 +54,7 @@ struct Options {
   std::vector<std::string> webhook_cert_names;  // more names (a URL's host, e.g. 127.0.0.1)
   std::string webhook_cert_names_flag;
   // Rewrites MyResources stored in an older version into the CRD's storage version and trims its
-  // status.storedVersions (runtime/storage_migration.h), while leading; only when watching every
+  // status.storedVersions (runtime/migration/storage_migration.h), while leading; only when watching every
   // namespace (a namespaced operator cannot list them all).
   bool migrate_storage = true;
   double storage_migration_qps = 20;

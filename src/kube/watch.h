@@ -86,7 +86,7 @@ struct WatcherOptions {
   std::string label_selector;
   std::string field_selector;
   // Sent with every list and watch (ListOptions::shard_selector). The server may ignore it: a consumer
-  // that needs only the shard's objects filters them itself too (runtime/informer.h does).
+  // that needs only the shard's objects filters them itself too (runtime/cache/informer.h does).
   std::string shard_selector;
   InitialListMode initial_list_mode = InitialListMode::Auto;
   std::int64_t page_size = 500;  // client-go's default

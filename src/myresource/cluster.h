@@ -12,7 +12,7 @@
 #include "kube/errors.h"
 #include "kube/object.h"
 #include "myresource/features.h"
-#include "runtime/event_recorder.h"
+#include "runtime/controller/event_recorder.h"
 
 namespace myop::myresource {
 

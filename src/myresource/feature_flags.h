@@ -8,8 +8,8 @@
 #include <string>
 
 #include "myresource/features.h"
-#include "runtime/cache_reader.h"
-#include "runtime/object_key.h"
+#include "runtime/cache/cache_reader.h"
+#include "runtime/queue/object_key.h"
 
 namespace myop::myresource {
 

@@ -9,10 +9,10 @@
 
 #include "myresource/cluster.h"
 #include "myresource/orphan_sweeper.h"
-#include "runtime/cache_reader.h"
-#include "runtime/event_recorder.h"
-#include "runtime/shard_gate.h"
-#include "runtime/writer.h"
+#include "runtime/cache/cache_reader.h"
+#include "runtime/controller/event_recorder.h"
+#include "runtime/controller/writer.h"
+#include "runtime/sharding/shard_gate.h"
 
 namespace myop::myresource {
 

@@ -10,7 +10,7 @@
 #include <memory>
 #include <string>
 
-#include "runtime/cache_reader.h"
+#include "runtime/cache/cache_reader.h"
 
 namespace myop::myresource {
 

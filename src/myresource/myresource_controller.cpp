@@ -8,7 +8,7 @@
 #include "myresource/orphan_sweeper.h"
 #include "myresource/reconciler.h"
 #include "myresource/types.h"
-#include "runtime/builder.h"
+#include "runtime/controller/builder.h"
 
 namespace myop::myresource {
 namespace {

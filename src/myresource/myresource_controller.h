@@ -6,8 +6,8 @@
 #include <memory>
 #include <string>
 
-#include "runtime/controller.h"
-#include "runtime/manager.h"
+#include "runtime/controller/controller.h"
+#include "runtime/manager/manager.h"
 
 namespace myop::myresource {
 

@@ -25,10 +25,10 @@
 #include "kube/object.h"
 #include "myresource/features.h"
 #include "myresource/orphans.h"
-#include "runtime/event_recorder.h"
-#include "runtime/object_key.h"
-#include "runtime/periodic_runner.h"
-#include "runtime/runnable.h"
+#include "runtime/controller/event_recorder.h"
+#include "runtime/manager/periodic_runner.h"
+#include "runtime/manager/runnable.h"
+#include "runtime/queue/object_key.h"
 
 namespace myop::myresource {
 

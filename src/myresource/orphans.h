@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "kube/object.h"
-#include "runtime/object_key.h"
+#include "runtime/queue/object_key.h"
 
 namespace myop::myresource {
 

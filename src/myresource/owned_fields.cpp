@@ -4,7 +4,7 @@
 #include <optional>
 #include <string_view>
 
-#include "runtime/event_handler.h"
+#include "runtime/controller/event_handler.h"
 
 namespace myop::myresource {
 namespace {

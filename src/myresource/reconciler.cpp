@@ -11,7 +11,7 @@
 #include "myresource/owned_fields.h"
 #include "myresource/status.h"
 #include "myresource/types.h"
-#include "runtime/finalizer.h"
+#include "runtime/controller/finalizer.h"
 
 namespace myop::myresource {
 namespace {

@@ -2,7 +2,7 @@
 // Deployments from the caches and converges, writing only what differs:
 //
 //   1. Gone from the cache: nothing to do (owner references let the garbage collector take the rest).
-//   2. The finalizer protocol of runtime/finalizer.h: the finalizer is added before anything else
+//   2. The finalizer protocol of runtime/controller/finalizer.h: the finalizer is added before anything else
 //      (never while being deleted); on deletion, the children are deleted (foreground, UID
 //      precondition) and waited for, then the finalizer is dropped. Failures: Degraded/CleanupFailed,
 //      a Warning event, retry with backoff. `kubectl delete --cascade=orphan` keeps the children.
@@ -29,7 +29,7 @@
 #include "base/clock.h"
 #include "myresource/cluster.h"
 #include "myresource/conditions.h"
-#include "runtime/reconciler.h"
+#include "runtime/controller/reconciler.h"
 
 namespace myop::myresource {
 

@@ -1,5 +1,5 @@
 // Server-side sharded list and watch (KEP-5866, the ShardedListAndWatch gate that hack/testenv turns on)
-// against the real API server: it hashes namespaces exactly as runtime/shard_ring.h does, says so in
+// against the real API server: it hashes namespaces exactly as runtime/sharding/shard_ring.h does, says so in
 // metadata.shardInfo, and a watch with the selector sends only the range's objects.
 #include <catch2/catch.hpp>
 
@@ -19,7 +19,7 @@
 #include "kube/watch.h"
 #include "kube/watch_source.h"
 #include "kube_test_support.h"
-#include "runtime/shard_ring.h"
+#include "runtime/sharding/shard_ring.h"
 #include "support/testenv.h"
 
 using namespace myop;

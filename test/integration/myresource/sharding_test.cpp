@@ -33,7 +33,7 @@
 #include "myresource/lease_tenures.h"
 #include "myresource/operator_process.h"
 #include "myresource/types.h"
-#include "runtime/shard_ring.h"
+#include "runtime/sharding/shard_ring.h"
 #include "support/testenv.h"
 
 using namespace myop;
@@ -164,8 +164,8 @@ class Replicas {
   // The sum of myoperator_shard_slots_owned over the running replicas, and whether every one of them
   // sees `members` members.
   // Every running replica sees `members` members, every slot is owned, and each owns its share of the
-  // assignment (runtime/shard_ring.h: kSlots / members, one more for some): the first replica holding
-  // every slot while the others, just counted as members, have not yet taken theirs is not settled
+  // assignment (runtime/sharding/shard_ring.h: kSlots / members, one more for some): the first replica
+  // holding every slot while the others, just counted as members, have not yet taken theirs is not settled
   // (work created then would be handed over, and written by two replicas).
   bool settled(int members) {
     const double least = kSlots / members;

@@ -1,5 +1,5 @@
-// The storage version migration (runtime/storage_migration.h) with an object the API server refuses to
-// update, on the [conversion] control plane (it changes the MyResource CRD): two sharded replicas, each
+// The storage version migration (runtime/migration/storage_migration.h) with an object the API server refuses
+// to update, on the [conversion] control plane (it changes the MyResource CRD): two sharded replicas, each
 // under a user of its own, so the audit log tells who wrote what.
 #include <catch2/catch.hpp>
 
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "myresource/operator_process.h"
-#include "runtime/shard_ring.h"
+#include "runtime/sharding/shard_ring.h"
 #include "support/testenv.h"
 
 using namespace myop;

@@ -13,9 +13,9 @@
 #include "kube/client.h"
 #include "kube/resource.h"
 #include "packaging/packaging_files.h"
-#include "runtime/storage_migration.h"
-#include "runtime/webhook_certificate_renewal.h"
-#include "runtime/webhook_certificates.h"
+#include "runtime/certificates/webhook_certificate_renewal.h"
+#include "runtime/certificates/webhook_certificates.h"
+#include "runtime/migration/storage_migration.h"
 #include "support/in_memory_api_server.h"
 #include "trace/otlp_http_exporter.h"
 

@@ -87,7 +87,7 @@ inline std::set<std::string> granted_non_resource(const YAML::Node& role) {
 }
 
 // What --metrics-secure needs cluster-wide (the metrics-auth-role): the two review APIs that
-// runtime/metrics_authorizer.cpp POSTs to, create only.
+// runtime/http/metrics_authorizer.cpp POSTs to, create only.
 inline std::set<std::string> expected_metrics_auth_grants() {
   return {"authentication.k8s.io/tokenreviews:create", "authorization.k8s.io/subjectaccessreviews:create"};
 }
@@ -106,15 +106,15 @@ inline std::set<std::string> granted_by_name(const YAML::Node& role) {
   return grants;
 }
 
-// The conversion webhook's self-managed certificates (runtime/webhook_certificates.cpp): the MyResource
-// CRD, read and its caBundle patched, by name only.
+// The conversion webhook's self-managed certificates (runtime/certificates/webhook_certificates.cpp): the
+// MyResource CRD, read and its caBundle patched, by name only.
 inline std::set<std::string> expected_webhook_crd_grants() {
   return {"apiextensions.k8s.io/customresourcedefinitions/myresources.myorg.io:get",
           "apiextensions.k8s.io/customresourcedefinitions/myresources.myorg.io:patch"};
 }
 
-// The storage version migration (runtime/storage_migration.cpp): the MyResource CRD read, its status
-// (storedVersions) patched, by name only.
+// The storage version migration (runtime/migration/storage_migration.cpp): the MyResource CRD read, its
+// status (storedVersions) patched, by name only.
 inline std::set<std::string> expected_storage_migration_grants() {
   return {"apiextensions.k8s.io/customresourcedefinitions/myresources.myorg.io:get",
           "apiextensions.k8s.io/customresourcedefinitions/status/myresources.myorg.io:patch"};

@@ -1,4 +1,4 @@
-// runtime/metrics_authorizer: who may scrape /metrics. No bearer token -> 401, a token the
+// runtime/http/metrics_authorizer: who may scrape /metrics. No bearer token -> 401, a token the
 // TokenReview does not authenticate -> 401, authenticated but not allowed by the
 // SubjectAccessReview -> 403, allowed -> 200, the API server unreachable -> 500 (never cached).
 // Answers are cached by token hash for their TTL. The Kubernetes reviewer sends the TokenReview
@@ -11,7 +11,7 @@
 #include <set>
 
 #include "kube/client.h"
-#include "runtime/metrics_authorizer.h"
+#include "runtime/http/metrics_authorizer.h"
 
 using namespace myop;
 using namespace myop::runtime;

@@ -4,7 +4,7 @@
 #include <mutex>
 #include <vector>
 
-#include "runtime/object_event.h"
+#include "runtime/cache/object_event.h"
 
 namespace myop::testing {
 
