@@ -1,9 +1,11 @@
 // The lists the docs keep of the source tree and of themselves name everything there is: each layer
-// folder of src/ in README.md's and design.md's layer lists and architecture.md's drawing, each page
-// of docs/ in README.md's documentation list and in design.md's layout.
+// folder of src/ in README.md's and design.md's layer lists and architecture.md's drawing, each folder
+// of src/runtime/ in architecture.md's table, each page of docs/ in README.md's documentation list and
+// in design.md's layout.
 #include <catch2/catch.hpp>
 
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include "docs/markdown.h"
@@ -45,6 +47,25 @@ TEST_CASE("docs: every layer of src/ is in README.md's, design.md's and architec
     CHECK(architecture.find("  " + name) != std::string::npos);
   }
   CHECK(layers >= 6);
+}
+
+TEST_CASE("docs: architecture.md's table of runtime/'s folders names each folder there is, and no other",
+          "[docs]") {
+  const auto root = packaging::repository_root();
+  const std::string inside =
+      docs::section(packaging::read_text(root / "docs/architecture.md"), "## Inside runtime/");
+  REQUIRE_FALSE(inside.empty());
+  std::set<std::string> in_table;
+  for (const auto& row : docs::table_rows(inside)) {
+    REQUIRE_FALSE(row.empty());
+    in_table.insert(row.front());
+  }
+  std::set<std::string> folders;
+  for (const auto& entry : std::filesystem::directory_iterator(root / "src/runtime")) {
+    if (entry.is_directory()) folders.insert("`" + entry.path().filename().string() + "/`");
+  }
+  CHECK(folders.size() >= 8);
+  CHECK(in_table == folders);
 }
 
 TEST_CASE("docs: every page of docs/ is in README.md's documentation list and design.md's layout", "[docs]") {
