@@ -201,7 +201,7 @@ HttpResponse run_checks(const std::vector<std::pair<std::string, Check>>& checks
   for (const auto& [name, check] : checks) {
     if (!only.empty() && name != only) continue;
     found = true;
-    if (auto failure = check()) failures += failure_lines(name, *failure);
+    if (auto checked = check(); !checked) failures += failure_lines(name, checked.error());
   }
   if (!found) return {404, kPlainText, "no check named \"" + only + "\"\n"};
   if (failures.empty()) failures = std::move(extra_failure);

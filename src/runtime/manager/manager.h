@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "base/clock.h"
+#include "base/result.h"
 #include "kube/client.h"
 #include "runtime/cache/informer_registry.h"
 #include "runtime/certificates/cert_watcher.h"
@@ -118,7 +119,7 @@ struct ManagerOptions {
   std::shared_ptr<trace::Tracer> tracer{};
 };
 
-// A named check; returns an error text when failing.
+// A named check: passes, or fails with a text that says why.
 using Check = std::function<base::Result<void, std::string>()>;
 
 class Manager {

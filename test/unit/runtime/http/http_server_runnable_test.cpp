@@ -11,9 +11,9 @@ TEST_CASE("an HTTP server runnable is synced once it listens and stops the serve
           "[runtime][http_server_runnable]") {
   HttpServer server("probes");
   bool prepared = false;
-  HttpServerRunnable runnable(server, "127.0.0.1:0", [&]() -> std::optional<std::string> {
+  HttpServerRunnable runnable(server, "127.0.0.1:0", [&]() -> myop::base::Result<void, std::string> {
     prepared = true;
-    return std::nullopt;
+    return {};
   });
   CHECK(runnable.name() == "server-probes");
   bool synced = false;
@@ -34,7 +34,7 @@ TEST_CASE("an HTTP server runnable is synced once it listens and stops the serve
 TEST_CASE("an HTTP server runnable fails with the reason when it cannot bind or be prepared",
           "[runtime][http_server_runnable]") {
   HttpServer squatter("squatter");
-  REQUIRE_FALSE(squatter.start("127.0.0.1:0"));
+  REQUIRE(squatter.start("127.0.0.1:0").ok());
   HttpServer server("metrics");
   SECTION("the address is taken") {
     HttpServerRunnable runnable(server, "127.0.0.1:" + std::to_string(squatter.port()));
@@ -46,8 +46,9 @@ TEST_CASE("an HTTP server runnable fails with the reason when it cannot bind or 
     CHECK_FALSE(runnable.has_synced());
   }
   SECTION("the preparation fails: nothing binds") {
-    HttpServerRunnable runnable(server, "127.0.0.1:0",
-                                []() -> std::optional<std::string> { return "no certificate"; });
+    HttpServerRunnable runnable(server, "127.0.0.1:0", []() -> myop::base::Result<void, std::string> {
+      return myop::base::fail("no certificate");
+    });
     std::optional<std::string> failure;
     runnable.on_failed([&](std::string error) { failure = std::move(error); });
     runnable.start();
