@@ -1,6 +1,7 @@
 #pragma once
 // Text helpers shared by the layers.
 #include <cctype>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -34,6 +35,25 @@ inline std::string percent_encode(std::string_view text, std::string_view also_k
     }
   }
   return encoded;
+}
+
+// How to_hex writes bytes: lower case by default; `separator` between bytes ("AB:CD" fingerprints).
+struct HexStyle {
+  bool upper_case = false;
+  std::string_view separator;
+};
+
+// `bytes` as hexadecimal digits, two per byte.
+inline std::string to_hex(std::span<const unsigned char> bytes, HexStyle style = {}) {
+  const char* digits = style.upper_case ? "0123456789ABCDEF" : "0123456789abcdef";
+  std::string text;
+  text.reserve(bytes.size() * (2 + style.separator.size()));
+  for (std::size_t index = 0; index < bytes.size(); ++index) {
+    if (index != 0) text += style.separator;
+    text += digits[bytes[index] >> 4];
+    text += digits[bytes[index] & 0x0F];
+  }
+  return text;
 }
 
 }  // namespace myop::base

@@ -3,21 +3,10 @@
 #include <algorithm>
 #include <random>
 
+#include "base/text.h"
+
 namespace myop::trace {
 namespace {
-
-constexpr char kHexDigits[] = "0123456789abcdef";
-
-template <std::size_t N>
-std::string to_hex(const std::array<std::uint8_t, N>& bytes) {
-  std::string text;
-  text.reserve(2 * N);
-  for (const std::uint8_t byte : bytes) {
-    text += kHexDigits[byte >> 4];
-    text += kHexDigits[byte & 0x0f];
-  }
-  return text;
-}
 
 int hex_value(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -54,12 +43,12 @@ void fill_random(std::array<std::uint8_t, N>& bytes) {
 bool TraceId::valid() const {
   return std::ranges::any_of(bytes, [](std::uint8_t byte) { return byte != 0; });
 }
-std::string TraceId::hex() const { return to_hex(bytes); }
+std::string TraceId::hex() const { return base::to_hex(bytes); }
 
 bool SpanId::valid() const {
   return std::ranges::any_of(bytes, [](std::uint8_t byte) { return byte != 0; });
 }
-std::string SpanId::hex() const { return to_hex(bytes); }
+std::string SpanId::hex() const { return base::to_hex(bytes); }
 
 TraceId new_trace_id() {
   TraceId id;

@@ -1,31 +1,16 @@
 #include "runtime/certificates/cert_watcher.h"
 
-#include <openssl/evp.h>
-
-#include <array>
 #include <fstream>
 #include <sstream>
 
+#include "base/digest.h"
 #include "runtime/logging.h"
 
 namespace myop::runtime {
 namespace {
 
-std::string sha256_hex(const std::string& data) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  EVP_Digest(data.data(), data.size(), digest.data(), &length, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  for (unsigned int i = 0; i < length; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 0x0f];
-  }
-  return hex;
-}
-
 std::string pair_digest(const CertificatePair& pair) {
-  return sha256_hex(pair.certificate_pem) + sha256_hex(pair.key_pem);
+  return base::sha256_hex(pair.certificate_pem) + base::sha256_hex(pair.key_pem);
 }
 
 bool read_file(const std::string& path, std::string& content) {

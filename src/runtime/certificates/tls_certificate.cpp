@@ -18,6 +18,9 @@
 #include <array>
 #include <cstdio>
 #include <ctime>
+#include <span>
+
+#include "base/text.h"
 
 namespace myop::runtime {
 namespace {
@@ -107,12 +110,8 @@ CertificateDescription describe(X509* certificate) {
   std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
   unsigned int length = 0;
   if (X509_digest(certificate, EVP_sha256(), digest.data(), &length) == 1) {
-    static constexpr char kHex[] = "0123456789ABCDEF";
-    for (unsigned int i = 0; i < length; ++i) {
-      if (i != 0) description.sha256_fingerprint += ':';
-      description.sha256_fingerprint += kHex[digest[i] >> 4];
-      description.sha256_fingerprint += kHex[digest[i] & 0x0f];
-    }
+    description.sha256_fingerprint =
+        base::to_hex(std::span(digest.data(), length), {.upper_case = true, .separator = ":"});
   }
   description.names = alternative_names(certificate);
   description.certificate_authority = X509_check_ca(certificate) != 0;

@@ -1,10 +1,9 @@
 #include "runtime/controller/controller.h"
 
 #include <algorithm>
-#include <cstdio>
 #include <exception>
-#include <random>
 
+#include "base/uuid.h"
 #include "runtime/logging.h"
 #include "runtime/queue/prometheus_workqueue_metrics.h"
 
@@ -17,18 +16,6 @@ namespace {
 constexpr Duration kInFlightMetricsPeriod = std::chrono::milliseconds(500);
 
 }  // namespace
-
-std::string new_reconcile_id() {
-  thread_local std::mt19937_64 random{std::random_device{}()};
-  const std::uint64_t high = random();
-  const std::uint64_t low = random();
-  char text[37];
-  std::snprintf(text, sizeof text, "%08x-%04x-4%03x-%04x-%012llx", static_cast<unsigned>(high >> 32),
-                static_cast<unsigned>((high >> 16) & 0xffff), static_cast<unsigned>(high & 0x0fff),
-                static_cast<unsigned>(0x8000 | ((low >> 48) & 0x3fff)),
-                static_cast<unsigned long long>(low & 0xffffffffffffULL));
-  return text;
-}
 
 Controller::Controller(ControllerOptions options, std::shared_ptr<Reconciler> reconciler)
     : options_(std::move(options)),
@@ -251,7 +238,7 @@ void Controller::process(const WorkItem& item) {
 ReconcileRequest Controller::begin_reconcile(const WorkItem& item, TimePoint started) {
   ReconcileRequest request;
   request.key = item.key;
-  request.reconcile_id = new_reconcile_id();
+  request.reconcile_id = base::random_uuid();
   request.priority = item.priority;
   request.failures = item.failures;
   request.deadline = started + options_.reconcile_timeout;

@@ -147,7 +147,4 @@ class Controller {
   std::jthread watchdog_;
 };
 
-// A random UUID (version 4) for reconcile ids.
-std::string new_reconcile_id();
-
 }  // namespace myop::runtime

@@ -4,8 +4,8 @@
 
 #include <cstdio>
 
+#include "base/uuid.h"
 #include "kube/object.h"
-#include "runtime/controller/controller.h"
 
 namespace myop::runtime {
 
@@ -29,7 +29,7 @@ int int_at(const kube::JsonValue* object, std::string_view name) {
 std::string default_holder_identity() {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) != 0) std::snprintf(host, sizeof host, "unknown");
-  return std::string(host) + "_" + new_reconcile_id();
+  return std::string(host) + "_" + base::random_uuid();
 }
 
 LeaseRecord parse_lease(const kube::JsonValue& lease) {

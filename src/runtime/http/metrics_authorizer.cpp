@@ -1,12 +1,11 @@
 #include "runtime/http/metrics_authorizer.h"
 
-#include <openssl/evp.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include <array>
 #include <utility>
 
+#include "base/digest.h"
 #include "kube/object.h"
 
 namespace myop::runtime {
@@ -34,20 +33,6 @@ const rapidjson::Value* member(const rapidjson::Value& object, const char* name)
   if (!object.IsObject()) return nullptr;
   const auto found = object.FindMember(name);
   return found == object.MemberEnd() ? nullptr : &found->value;
-}
-
-std::string sha256_hex(std::string_view data) {
-  std::array<unsigned char, EVP_MAX_MD_SIZE> digest{};
-  unsigned int length = 0;
-  EVP_Digest(data.data(), data.size(), digest.data(), &length, EVP_sha256(), nullptr);
-  static constexpr char kHex[] = "0123456789abcdef";
-  std::string hex;
-  hex.reserve(std::size_t{length} * 2);
-  for (unsigned int i = 0; i < length; ++i) {
-    hex += kHex[digest[i] >> 4];
-    hex += kHex[digest[i] & 0x0f];
-  }
-  return hex;
 }
 
 bool equal_ignoring_case(std::string_view left, std::string_view right) {
@@ -174,7 +159,7 @@ ScrapeAuthorization MetricsAuthorizer::authorize(std::string_view authorization_
   const auto token = bearer_token(authorization_header);
   if (!token) return answer(ScrapeDecision::Unauthenticated, "", "Unauthorized: a bearer token is required");
 
-  const std::string key = sha256_hex(*token) + " " + std::string(verb) + " " + std::string(path);
+  const std::string key = base::sha256_hex(*token) + " " + std::string(verb) + " " + std::string(path);
   const auto now = clock_();
   {
     std::lock_guard lock(mutex_);

@@ -28,3 +28,11 @@ TEST_CASE("percent_encode keeps the characters it is told to keep", "[base][text
   CHECK(percent_encode("system:node:a@b", ":@") == "system:node:a@b");
   CHECK(percent_encode("a/b:c", ":@") == "a%2Fb:c");
 }
+
+TEST_CASE("to_hex writes two digits per byte, lower case unless told otherwise", "[base][text]") {
+  using myop::base::to_hex;
+  const unsigned char bytes[] = {0x00, 0x0f, 0xa0, 0xff};
+  CHECK(to_hex(bytes) == "000fa0ff");
+  CHECK(to_hex(bytes, {.upper_case = true, .separator = ":"}) == "00:0F:A0:FF");
+  CHECK(to_hex(std::span<const unsigned char>()).empty());
+}
