@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "base/uuid.h"
 #include "kube/config.h"
 #include "kube/connect.h"
 #include "kube/request_metrics.h"
@@ -180,6 +181,7 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
       certificates.settings.organization = std::string(kProgram);
       certificates.settings.ca_name = std::string(kProgram) + "-webhook-ca";
       certificates.registry = registry;
+      certificates.clock = manager.clock;
       certificates.metrics_prefix = "myoperator_webhook_certificate";
       certificates.ca_key_moved_annotation = "myorg.io/webhook-ca-key-moved-at";
       const std::string service = options.webhook_service + "." + operator_namespace + ".svc";
@@ -203,6 +205,7 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
         options.leader_election_namespace.empty() ? operator_namespace : options.leader_election_namespace;
     election.name = options.leader_election_id;
     election.registry = registry;
+    election.clock = manager.clock;
     leader_elector = std::make_shared<runtime::LeaseLeaderElector>(client, election);
     manager.leader_elector = leader_elector;
   }
@@ -213,11 +216,12 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
     sharding.name = options.shard_group;
     sharding.group_label = "myorg.io/shard-group";
     sharding.metrics_prefix = "myoperator_shard";
+    sharding.clock = manager.clock;
     // The pod's name when it runs in a cluster (downward API), so the Leases say which pod holds what;
     // a random suffix keeps a restarted process a new member.
     const char* pod_name = std::getenv("POD_NAME");
     sharding.identity = (pod_name != nullptr && *pod_name != '\0' ? std::string(pod_name) : identity) + "_" +
-                        runtime::new_reconcile_id().substr(0, 8);
+                        base::random_uuid().substr(0, 8);
     manager.sharding = sharding;
   }
   auto built = std::make_unique<runtime::Manager>(std::move(manager));
@@ -233,6 +237,7 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
     migration.events = built->event_recorder();
     migration.registry = registry;
     migration.metrics_prefix = "myoperator_storage_migration";
+    migration.clock = built->clock();
     // Sharded replicas all run it: the owner of shard slot 0 alone writes. A leader writes while its
     // Lease is fresh.
     if (built->shard_gate()) migration.write_permit = runtime::shard_slot_permit(built->shard_gate(), 0);

@@ -75,6 +75,7 @@ std::shared_ptr<runtime::Controller> add_myresource_controller(runtime::Manager&
   OrphanSweeperOptions sweep;
   sweep.period = options.orphan_sweep_period;
   sweep.registry = manager.registry();
+  sweep.clock = manager.clock();
   manager.add_runnable(std::make_shared<OrphanSweeper>(cluster, sweep));
   register_build_info(*manager.registry(), options.version);
   manager.add_collectable(make_cache_gauges(myresources, deployments));

@@ -126,7 +126,7 @@ Manager::~Manager() {
   probe_server_.stop();  // first: its checks ask the other servers
   metrics_server_.stop();
   webhook_server_.stop();
-  if (certificate_watcher_) certificate_watcher_->stop();
+  for (const auto& watcher : certificate_watchers_) watcher->stop();
 }
 
 void Manager::add_collectable(std::shared_ptr<prometheus::Collectable> collectable) {
@@ -317,14 +317,21 @@ void Manager::add_webhook(const std::string& path, HttpHandler handler) {
   webhook_server_.handle_post(path, std::move(handler));
 }
 
+void Manager::serve_certificate_files(HttpServer& server, RunnableGroup group, const std::string& folder,
+                                      const std::string& certificate_name, const std::string& key_name) {
+  const std::filesystem::path path(folder);
+  auto watcher = std::make_shared<CertificateWatcher>(
+      (path / certificate_name).string(), (path / key_name).string(), options_.metrics_cert_poll_interval,
+      options_.clock, server.name() + " certificate files");
+  groups_.add(group, watcher);
+  server.serve_tls(watcher);
+  certificate_watchers_.push_back(std::move(watcher));
+}
+
 base::Result<void, std::string> Manager::serve_webhooks() {
   if (!options_.webhook_cert_dir.empty()) {
-    const std::filesystem::path folder(options_.webhook_cert_dir);
-    webhook_certificate_watcher_ = std::make_shared<CertificateWatcher>(
-        (folder / "tls.crt").string(), (folder / "tls.key").string(), options_.metrics_cert_poll_interval,
-        options_.clock, "webhook certificate files");
-    groups_.add(RunnableGroup::webhook_certificates, webhook_certificate_watcher_);
-    webhook_server_.serve_tls(webhook_certificate_watcher_);
+    serve_certificate_files(webhook_server_, RunnableGroup::webhook_certificates, options_.webhook_cert_dir,
+                            "tls.crt", "tls.key");
   } else if (options_.webhook_certificates) {
     // Synced once it has a certificate to serve: the server starts only then.
     groups_.add(RunnableGroup::webhook_certificates, options_.webhook_certificates);
@@ -357,12 +364,8 @@ base::Result<void, std::string> Manager::build_groups() {
     if (options_.metrics_secure && options_.metrics_cert_dir.empty()) {
       prepare = [this] { return prepare_metrics_tls(); };
     } else if (options_.metrics_secure) {
-      const std::filesystem::path folder(options_.metrics_cert_dir);
-      certificate_watcher_ = std::make_shared<CertificateWatcher>(
-          (folder / options_.metrics_cert_name).string(), (folder / options_.metrics_key_name).string(),
-          options_.metrics_cert_poll_interval, options_.clock, "metrics certificate files");
-      groups_.add(RunnableGroup::servers, certificate_watcher_);
-      metrics_server_.serve_tls(certificate_watcher_);
+      serve_certificate_files(metrics_server_, RunnableGroup::servers, options_.metrics_cert_dir,
+                              options_.metrics_cert_name, options_.metrics_key_name);
     }
     groups_.add(RunnableGroup::servers,
                 std::make_shared<HttpServerRunnable>(metrics_server_, options_.metrics_bind_address,

@@ -130,6 +130,9 @@ class Manager {
   Manager& operator=(const Manager&) = delete;
 
   const std::shared_ptr<prometheus::Registry>& registry() const { return options_.registry; }
+  // The clock every part of the manager runs on; what runs beside it (a product's periodic work)
+  // takes it too, so one fake clock drives them all in a test.
+  const std::shared_ptr<const base::Clock>& clock() const { return options_.clock; }
   const std::shared_ptr<trace::Tracer>& tracer() const { return options_.tracer; }
   // More metrics to serve next to the registry (e.g. the API client's).
   void add_collectable(std::shared_ptr<prometheus::Collectable> collectable);
@@ -182,6 +185,10 @@ class Manager {
   // Adds the webhook's certificate source and the webhook server to groups_; an error text when it
   // has no certificate source.
   base::Result<void, std::string> serve_webhooks();
+  // Serves `server` with the pair `certificate_name`, `key_name` in `folder`, reloaded by a
+  // CertificateWatcher that runs in `group` (named "<server> certificate files").
+  void serve_certificate_files(HttpServer& server, RunnableGroup group, const std::string& folder,
+                               const std::string& certificate_name, const std::string& key_name);
   // Controllers stop with the grace period, or at once after a Lease was lost.
   Duration grace() const;
 
@@ -200,8 +207,7 @@ class Manager {
   HttpServer metrics_server_{"metrics"};
   HttpServer probe_server_{"probes"};
   HttpServer webhook_server_{"webhook"};
-  std::shared_ptr<CertificateWatcher> certificate_watcher_;
-  std::shared_ptr<CertificateWatcher> webhook_certificate_watcher_;
+  std::vector<std::shared_ptr<CertificateWatcher>> certificate_watchers_;
   std::shared_ptr<ShardGate> shard_gate_;
   std::unique_ptr<ShardCoordinator> shard_coordinator_;
   bool servers_prepared_ = false;

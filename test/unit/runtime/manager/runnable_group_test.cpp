@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -152,29 +153,57 @@ class FakeElector final : public LeaderElector {
   std::function<void()> lost_;
 };
 
+// A runnable named `name` added to `group`, journaling into `journal`.
+std::shared_ptr<FakeRunnable> add(RunnableGroups& groups, RunnableGroup group, const std::string& name,
+                                  Journal& journal) {
+  auto runnable = std::make_shared<FakeRunnable>(name, journal);
+  groups.add(group, runnable);
+  return runnable;
+}
+
+// groups.run() on a thread of its own. stop() asks it to stop and returns what run() returned;
+// result() waits for run() to return by itself. A run still going at the end of a test is stopped.
+class Running {
+ public:
+  explicit Running(RunnableGroups& groups)
+      : result_(std::async(std::launch::async,
+                           [&groups, token = stop_.get_token()] { return groups.run(token); })) {}
+  ~Running() {
+    stop_.request_stop();
+    if (result_.valid()) result_.wait();
+  }
+  Running(const Running&) = delete;
+  Running& operator=(const Running&) = delete;
+
+  std::optional<RunnableFailure> stop() {
+    stop_.request_stop();
+    return result_.get();
+  }
+  std::optional<RunnableFailure> result() { return result_.get(); }
+
+ private:
+  std::stop_source stop_;
+  std::future<std::optional<RunnableFailure>> result_;
+};
+
 }  // namespace
 
 TEST_CASE("runnable groups start in order and stop in the reverse order", "[runtime][runnable_group]") {
   Journal journal;
   RunnableGroups groups({});
   // Added out of order: the group decides when each starts.
-  const auto add = [&](RunnableGroup group, const std::string& name) {
-    groups.add(group, std::make_shared<FakeRunnable>(name, journal));
-  };
-  add(RunnableGroup::leader_only, "controllers");
-  add(RunnableGroup::leader_only, "sweeper");
-  add(RunnableGroup::caches, "cache");
-  add(RunnableGroup::webhooks, "webhook");
-  add(RunnableGroup::servers, "probes");
-  add(RunnableGroup::webhook_certificates, "certificates");
-  add(RunnableGroup::servers, "metrics");
+  add(groups, RunnableGroup::leader_only, "controllers", journal);
+  add(groups, RunnableGroup::leader_only, "sweeper", journal);
+  add(groups, RunnableGroup::caches, "cache", journal);
+  add(groups, RunnableGroup::webhooks, "webhook", journal);
+  add(groups, RunnableGroup::servers, "probes", journal);
+  add(groups, RunnableGroup::webhook_certificates, "certificates", journal);
+  add(groups, RunnableGroup::servers, "metrics", journal);
 
-  std::stop_source stop;
-  auto result = std::async(std::launch::async, [&] { return groups.run(stop.get_token()); });
+  Running running(groups);
   REQUIRE(eventually([&] { return groups.ready(RunnableGroup::leader_only); }));
   CHECK(groups.ready(RunnableGroup::caches));
-  stop.request_stop();
-  CHECK_FALSE(result.get().has_value());
+  CHECK_FALSE(running.stop().has_value());
   CHECK(journal.entries() == std::vector<std::string>{"start:probes", "start:metrics", "start:certificates",
                                                       "start:webhook", "start:cache", "start:controllers",
                                                       "start:sweeper", "stop:sweeper", "stop:controllers",
@@ -187,16 +216,13 @@ TEST_CASE("a group starts only once every runnable of the one before it has sync
   Journal journal;
   auto clock = std::make_shared<myop::testing::FakeClock>();
   RunnableGroups groups({.leader_elector = nullptr, .ready_timeout = 2min, .clock = clock});
-  auto synced = std::make_shared<FakeRunnable>("synced cache", journal);
-  auto cache = std::make_shared<FakeRunnable>("slow cache", journal);
+  add(groups, RunnableGroup::caches, "synced cache", journal);
+  auto cache = add(groups, RunnableGroup::caches, "slow cache", journal);
   cache->set_unsynced();
-  groups.add(RunnableGroup::caches, synced);
-  groups.add(RunnableGroup::caches, cache);
-  groups.add(RunnableGroup::leader_only, std::make_shared<FakeRunnable>("controllers", journal));
+  add(groups, RunnableGroup::leader_only, "controllers", journal);
 
-  std::stop_source stop;
   const auto timeout = clock->now() + 2min;
-  auto result = std::async(std::launch::async, [&] { return groups.run(stop.get_token()); });
+  Running running(groups);
   // The runner waits for the caches (both started, at once).
   REQUIRE(clock->await_deadline(timeout));
   CHECK(journal.has("start:synced cache"));
@@ -206,20 +232,17 @@ TEST_CASE("a group starts only once every runnable of the one before it has sync
   cache->sync();
   REQUIRE(eventually([&] { return journal.has("start:controllers"); }));
   CHECK(groups.ready(RunnableGroup::caches));
-  stop.request_stop();
-  CHECK_FALSE(result.get().has_value());
+  CHECK_FALSE(running.stop().has_value());
 }
 
 TEST_CASE("a runnable that fails to start stops what was started, and the failure names it",
           "[runtime][runnable_group]") {
   Journal journal;
   RunnableGroups groups({});
-  auto metrics = std::make_shared<FakeRunnable>("server-metrics", journal);
-  metrics->start_error = "address in use";
-  groups.add(RunnableGroup::servers, std::make_shared<FakeRunnable>("server-probes", journal));
-  groups.add(RunnableGroup::servers, metrics);
-  groups.add(RunnableGroup::servers, std::make_shared<FakeRunnable>("never started", journal));
-  groups.add(RunnableGroup::caches, std::make_shared<FakeRunnable>("cache", journal));
+  add(groups, RunnableGroup::servers, "server-probes", journal);
+  add(groups, RunnableGroup::servers, "server-metrics", journal)->start_error = "address in use";
+  add(groups, RunnableGroup::servers, "never started", journal);
+  add(groups, RunnableGroup::caches, "cache", journal);
 
   std::stop_source stop;
   const auto failure = groups.run(stop.get_token());
@@ -235,17 +258,15 @@ TEST_CASE("a runnable that fails while running stops every group, and the failur
           "[runtime][runnable_group]") {
   Journal journal;
   RunnableGroups groups({});
-  auto cache = std::make_shared<FakeRunnable>("cache", journal);
-  groups.add(RunnableGroup::servers, std::make_shared<FakeRunnable>("server-probes", journal));
-  groups.add(RunnableGroup::caches, cache);
-  groups.add(RunnableGroup::leader_only, std::make_shared<FakeRunnable>("controllers", journal));
+  add(groups, RunnableGroup::servers, "server-probes", journal);
+  auto cache = add(groups, RunnableGroup::caches, "cache", journal);
+  add(groups, RunnableGroup::leader_only, "controllers", journal);
 
-  std::stop_source stop;
-  auto result = std::async(std::launch::async, [&] { return groups.run(stop.get_token()); });
+  Running running(groups);
   REQUIRE(eventually([&] { return groups.ready(RunnableGroup::leader_only); }));
   cache->report_failure("watch broken");
   cache->report_failure("a second failure does not replace the first");
-  const auto failure = result.get();
+  const auto failure = running.result();
   REQUIRE(failure.has_value());
   CHECK(failure->runnable == "cache");
   CHECK(failure->error == "watch broken");
@@ -261,19 +282,17 @@ TEST_CASE(
   Journal journal;
   auto elector = std::make_shared<FakeElector>(journal);
   RunnableGroups groups({.leader_elector = elector});
-  groups.add(RunnableGroup::caches, std::make_shared<FakeRunnable>("cache", journal));
-  groups.add(RunnableGroup::leader_only, std::make_shared<FakeRunnable>("controllers", journal));
+  add(groups, RunnableGroup::caches, "cache", journal);
+  add(groups, RunnableGroup::leader_only, "controllers", journal);
 
-  std::stop_source stop;
-  auto result = std::async(std::launch::async, [&] { return groups.run(stop.get_token()); });
+  Running running(groups);
   // The runner asks for leadership only once the caches have synced, and waits for it.
   REQUIRE(eventually([&] { return elector->waiting(); }));
   CHECK(groups.ready(RunnableGroup::caches));
   CHECK_FALSE(journal.has("start:controllers"));
   elector->grant();
   REQUIRE(eventually([&] { return groups.ready(RunnableGroup::leader_only); }));
-  stop.request_stop();
-  CHECK_FALSE(result.get().has_value());
+  CHECK_FALSE(running.stop().has_value());
   CHECK(journal.entries() == std::vector<std::string>{"start:cache", "start:controllers", "stop:controllers",
                                                       "release", "stop:cache"});
 }
@@ -283,14 +302,12 @@ TEST_CASE("a stop while waiting for leadership starts no leader-only runnable an
   Journal journal;
   auto elector = std::make_shared<FakeElector>(journal);
   RunnableGroups groups({.leader_elector = elector});
-  groups.add(RunnableGroup::caches, std::make_shared<FakeRunnable>("cache", journal));
-  groups.add(RunnableGroup::leader_only, std::make_shared<FakeRunnable>("controllers", journal));
+  add(groups, RunnableGroup::caches, "cache", journal);
+  add(groups, RunnableGroup::leader_only, "controllers", journal);
 
-  std::stop_source stop;
-  auto result = std::async(std::launch::async, [&] { return groups.run(stop.get_token()); });
+  Running running(groups);
   REQUIRE(eventually([&] { return elector->waiting(); }));
-  stop.request_stop();
-  CHECK_FALSE(result.get().has_value());
+  CHECK_FALSE(running.stop().has_value());
   CHECK(journal.entries() == std::vector<std::string>{"start:cache", "release", "stop:cache"});
 }
 
@@ -300,17 +317,16 @@ TEST_CASE("lost leadership is a failure that cancels at once and keeps the Lease
   auto elector = std::make_shared<FakeElector>(journal);
   elector->grant();
   RunnableGroups groups({.leader_elector = elector});
-  auto controllers = std::make_shared<FakeRunnable>("controllers", journal);
+  add(groups, RunnableGroup::caches, "cache", journal);
   bool lost_when_stopped = false;
-  controllers->on_stop = [&] { lost_when_stopped = groups.lease_lost(); };
-  groups.add(RunnableGroup::caches, std::make_shared<FakeRunnable>("cache", journal));
-  groups.add(RunnableGroup::leader_only, controllers);
+  add(groups, RunnableGroup::leader_only, "controllers", journal)->on_stop = [&] {
+    lost_when_stopped = groups.lease_lost();
+  };
 
-  std::stop_source stop;
-  auto result = std::async(std::launch::async, [&] { return groups.run(stop.get_token()); });
+  Running running(groups);
   REQUIRE(eventually([&] { return groups.ready(RunnableGroup::leader_only); }));
   elector->lose();
-  const auto failure = result.get();
+  const auto failure = running.result();
   REQUIRE(failure.has_value());
   CHECK(failure->runnable == "leader election");
   CHECK(groups.lease_lost());
@@ -326,18 +342,15 @@ TEST_CASE(
   Journal journal;
   auto clock = std::make_shared<myop::testing::FakeClock>();
   RunnableGroups groups({.leader_elector = nullptr, .ready_timeout = 2min, .clock = clock});
-  auto cache = std::make_shared<FakeRunnable>("deployments", journal);
-  cache->set_unsynced();
-  groups.add(RunnableGroup::caches, std::make_shared<FakeRunnable>("myresources", journal));
-  groups.add(RunnableGroup::caches, cache);
-  groups.add(RunnableGroup::leader_only, std::make_shared<FakeRunnable>("controllers", journal));
+  add(groups, RunnableGroup::caches, "myresources", journal);
+  add(groups, RunnableGroup::caches, "deployments", journal)->set_unsynced();
+  add(groups, RunnableGroup::leader_only, "controllers", journal);
 
-  std::stop_source stop;
   const auto gives_up_at = clock->now() + 2min;
-  auto result = std::async(std::launch::async, [&] { return groups.run(stop.get_token()); });
+  Running running(groups);
   REQUIRE(clock->await_deadline(gives_up_at));
   clock->advance(2min);
-  const auto failure = result.get();
+  const auto failure = running.result();
   REQUIRE(failure.has_value());
   CHECK(failure->runnable == "deployments");
   CHECK(failure->error == "not synced within 120 s");
@@ -348,21 +361,18 @@ TEST_CASE(
 TEST_CASE("a failure reported while stopping does not count", "[runtime][runnable_group]") {
   Journal journal;
   RunnableGroups groups({});
-  auto cache = std::make_shared<FakeRunnable>("cache", journal);
+  auto cache = add(groups, RunnableGroup::caches, "cache", journal);
   cache->on_stop = [&] { cache->report_failure("cut short by the stop"); };
-  groups.add(RunnableGroup::caches, cache);
-  std::stop_source stop;
-  auto result = std::async(std::launch::async, [&] { return groups.run(stop.get_token()); });
+  Running running(groups);
   REQUIRE(eventually([&] { return groups.ready(RunnableGroup::leader_only); }));
-  stop.request_stop();
-  CHECK_FALSE(result.get().has_value());
+  CHECK_FALSE(running.stop().has_value());
   CHECK(journal.entries() == std::vector<std::string>{"start:cache", "stop:cache"});
 }
 
 TEST_CASE("a stop before run() starts nothing", "[runtime][runnable_group]") {
   Journal journal;
   RunnableGroups groups({});
-  groups.add(RunnableGroup::servers, std::make_shared<FakeRunnable>("server-probes", journal));
+  add(groups, RunnableGroup::servers, "server-probes", journal);
   std::stop_source stop;
   stop.request_stop();
   CHECK_FALSE(groups.run(stop.get_token()).has_value());
