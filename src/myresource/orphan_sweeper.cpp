@@ -28,6 +28,11 @@ OrphanSweeper::OrphanSweeper(std::shared_ptr<OrphanSweepCluster> cluster, Orphan
   // Both series from the start, at 0: a dashboard's increase() over them shows 0 orphans, not "no data".
   orphans_->Add({{"action", "reported"}});
   orphans_->Add({{"action", "deleted"}});
+  sweeps_ = &prometheus::BuildCounter()
+                 .Name("myoperator_orphan_sweeps_total")
+                 .Help("Orphan sweep passes finished (with orphanSweep off, a pass only reads the flag).")
+                 .Register(*options_.registry)
+                 .Add({});
 }
 
 OrphanSweeper::~OrphanSweeper() { stop(); }
@@ -39,7 +44,10 @@ void OrphanSweeper::stop() { runner_.stop(); }
 SweepReport OrphanSweeper::sweep(std::stop_token stop) {
   SweepReport report;
   const Features features = cluster_->features();
-  if (!features.orphan_sweep) return report;
+  if (!features.orphan_sweep) {
+    sweeps_->Increment();
+    return report;
+  }
   const bool remove = features.orphan_policy == OrphanPolicy::Delete;
   const MyResourceLookup lookup = [this](const runtime::ObjectKey& key) {
     return cluster_->get_myresource(key);
@@ -79,6 +87,7 @@ SweepReport OrphanSweeper::sweep(std::stop_token stop) {
     orphans_->Add({{"action", "deleted"}}).Increment();
     report.deleted.push_back(where);
   }
+  if (!report.stopped) sweeps_->Increment();
   return report;
 }
 

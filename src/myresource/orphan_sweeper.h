@@ -52,7 +52,8 @@ struct OrphanSweeperOptions {
   base::Duration period = std::chrono::minutes(5);
   // Never longer than one period.
   base::Duration first_delay = std::chrono::seconds(30);
-  std::shared_ptr<prometheus::Registry> registry;  // myoperator_orphans_total{action}
+  // myoperator_orphans_total{action}, myoperator_orphan_sweeps_total
+  std::shared_ptr<prometheus::Registry> registry;
   std::shared_ptr<const base::Clock> clock = base::system_clock();
 };
 
@@ -83,8 +84,9 @@ class OrphanSweeper final : public runtime::Runnable {
   std::shared_ptr<OrphanSweepCluster> cluster_;
   OrphanSweeperOptions options_;
   prometheus::Family<prometheus::Counter>* orphans_ = nullptr;
-  std::set<std::string> reported_;  // UIDs already reported; sweep passes run one at a time
-  runtime::PeriodicRunner runner_;  // last: stops before what a pass uses goes
+  prometheus::Counter* sweeps_ = nullptr;  // passes finished
+  std::set<std::string> reported_;         // UIDs already reported; sweep passes run one at a time
+  runtime::PeriodicRunner runner_;         // last: stops before what a pass uses goes
 };
 
 }  // namespace myop::myresource

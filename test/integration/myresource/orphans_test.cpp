@@ -4,7 +4,6 @@
 #include <catch2/catch.hpp>
 
 #include <exception>
-#include <thread>
 
 #include "myresource/operator_process.h"
 #include "support/testenv.h"
@@ -70,10 +69,18 @@ TEST_CASE(
   operator_process.start();
   const std::string reported = "myoperator_orphans_total{action=\"reported\"}";
   const std::string deleted = "myoperator_orphans_total{action=\"deleted\"}";
+  // Waits for `passes` more sweeps to finish (the period is 2 s), not for a guessed time.
+  const auto sweeps_pass = [&](int passes) {
+    const std::string sweeps = "myoperator_orphan_sweeps_total";
+    double now = -1;  // absent until the sweeper has registered it
+    if (!eventually([&] { return (now = operator_process.metric(sweeps)) >= 0; }, 30s)) return false;
+    const double until = now + passes;
+    return eventually([&] { return operator_process.metric(sweeps) >= until; }, 30s);
+  };
 
   // orphanSweep=false: several periods pass and nothing happens (both series exist from the start,
   // at 0, so a dashboard panel has data on a healthy cluster).
-  std::this_thread::sleep_for(8s);
+  REQUIRE(sweeps_pass(3));
   CHECK(operator_process.metric(reported) == 0);
   CHECK(operator_process.metric(deleted) == 0);
   CHECK(jsonpath("deployment", ns.name(), "gone", "{.metadata.uid}") == orphan_uid);
@@ -83,7 +90,7 @@ TEST_CASE(
   REQUIRE(eventually([&] { return operator_process.metric(reported) == 1; }, 30s));
   CHECK(
       eventually([&] { return has_event(ns.name(), "Deployment", "gone", "Warning", "OrphanFound"); }, 30s));
-  std::this_thread::sleep_for(6s);  // three more sweeps: reported once, kept
+  REQUIRE(sweeps_pass(3));  // reported once, kept
   CHECK(operator_process.metric(reported) == 1);
   CHECK(operator_process.metric(deleted) == 0);
   CHECK(jsonpath("deployment", ns.name(), "gone", "{.metadata.uid}") == orphan_uid);
@@ -110,7 +117,7 @@ TEST_CASE(
   CHECK(orphan_deletes == 1);
 
   // The Deployment whose owner exists is neither reported nor deleted.
-  std::this_thread::sleep_for(4s);
+  REQUIRE(sweeps_pass(2));
   CHECK_FALSE(deployment_gone(ns.name(), "kept"));
   CHECK(jsonpath("deployment", ns.name(), "kept", "{.metadata.ownerReferences[0].name}") == "kept");
   CHECK(operator_process.metric(reported) == 1);

@@ -71,6 +71,15 @@ double counter(prometheus::Registry& registry, const std::string& action) {
   return 0;
 }
 
+// myoperator_orphan_sweeps_total; -1 when it is not registered.
+double sweeps(prometheus::Registry& registry) {
+  for (const auto& family : registry.Collect()) {
+    if (family.name == "myoperator_orphan_sweeps_total" && family.metric.size() == 1)
+      return family.metric.front().counter.value;
+  }
+  return -1;
+}
+
 struct Fixture {
   std::shared_ptr<FakeSweepCluster> cluster = std::make_shared<FakeSweepCluster>();
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
@@ -109,6 +118,7 @@ TEST_CASE("orphan sweep, policy report: each orphan reported once, nothing delet
   SweepReport second = fixture.sweeper.sweep({});
   CHECK(second.reported.empty());
   CHECK(counter(*fixture.registry, "reported") == 2);
+  CHECK(sweeps(*fixture.registry) == 2);
   CHECK(fixture.sweeper.needs_leader_election());
 }
 
@@ -135,6 +145,7 @@ TEST_CASE("orphan sweep stops before the next delete once leadership goes", "[my
   SweepReport report = fixture.sweeper.sweep(leadership.get_token());
   CHECK(report.stopped);
   CHECK(fixture.cluster->deleted == std::vector<std::string>{"a"});
+  CHECK(sweeps(*fixture.registry) == 0);  // a pass cut short is not counted as finished
 }
 
 TEST_CASE("orphan sweep switched off by the feature flag does nothing", "[myresource][orphans]") {
@@ -142,10 +153,12 @@ TEST_CASE("orphan sweep switched off by the feature flag does nothing", "[myreso
   fixture.cluster->flags.orphan_sweep = false;
   fixture.cluster->flags.orphan_policy = OrphanPolicy::Delete;
   fixture.cluster->add_orphan("a");
+  CHECK(sweeps(*fixture.registry) == 0);
   SweepReport report = fixture.sweeper.sweep({});
   CHECK(report.deleted.empty());
   CHECK(report.reported.empty());
   CHECK(fixture.cluster->events.empty());
+  CHECK(sweeps(*fixture.registry) == 1);  // a pass that read the flag
 }
 
 TEST_CASE("orphan sweep runs first after first_delay, then every period, on the injected clock",
