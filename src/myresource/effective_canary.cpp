@@ -31,6 +31,11 @@ std::optional<std::string> annotation_of(const JsonValue& object, std::string_vi
 }  // namespace
 
 std::string IgnoredAnnotation::message() const {
+  if (annotation == kFeaturesAnnotation) {
+    return "annotation " + annotation + " \"" + value + "\" is ignored: it means nothing on " +
+           std::string(kApiVersionV1beta1) + ", where " + field + " is the only form (now " + field_value +
+           "); remove the annotation, and set " + field + " instead";
+  }
   return "annotation " + annotation + " \"" + value + "\" is ignored: " + field + " is " + field_value +
          ", and spec.canary wins over the annotations; remove the annotation, or change " + field;
 }

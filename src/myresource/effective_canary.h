@@ -21,14 +21,15 @@
 
 namespace myop::myresource {
 
-// An annotation that spec.canary overrides with another value: the annotation is ignored. Reported
-// by the reconciler (an AnnotationIgnored event) and, on the write, by the admission policy
-// myresources.myorg.io-annotations-ignored (a warning).
+// An annotation that spec.canary overrides with another value, or myorg.io/features written on a
+// v1beta1 object (where spec.features is the only form): the annotation is ignored. Reported by the
+// reconciler (an AnnotationIgnored event) and, on the write, by the admission policy
+// myresources.myorg.io-canary-annotations-ignored (a warning).
 struct IgnoredAnnotation {
-  std::string annotation;   // myorg.io/canary or myorg.io/targetVersion
+  std::string annotation;   // myorg.io/canary, myorg.io/targetVersion or myorg.io/features
   std::string value;        // the annotation's value
-  std::string field;        // spec.canary.enabled or spec.canary.targetVersion
-  std::string field_value;  // what the field holds, as JSON text (true, "1.29")
+  std::string field;        // spec.canary.enabled, spec.canary.targetVersion or spec.features
+  std::string field_value;  // what the field holds, as JSON text (true, "1.29"); "unset" when absent
 
   // One sentence for an event: which annotation, why it is ignored, and what to do.
   std::string message() const;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "kube/canonical_json.h"
 #include "myresource/image_reference.h"
 
 namespace myop::myresource {
@@ -344,6 +345,14 @@ ParsedMyResource parse_myresource(const kube::JsonValue& object) {
     parsed.resource.spec.canary.enabled = canary.enabled;
     parsed.resource.spec.canary.target_version = canary.target.value_or("");
     parsed.ignored_annotations = std::move(canary.ignored);
+    // The conversion moves a v1alpha1 object's myorg.io/features into spec.features: one still here was
+    // written on the v1beta1 object, where it means nothing.
+    if (auto features = parsed.resource.metadata.annotation(kFeaturesAnnotation)) {
+      const JsonValue* field = find_member(*spec, "features");
+      parsed.ignored_annotations.push_back(
+          IgnoredAnnotation{std::string(kFeaturesAnnotation), std::string(*features), "spec.features",
+                            field != nullptr ? kube::canonical_json(*field) : std::string("unset")});
+    }
   }
   for (std::string& problem : v1alpha1_feature_problems(hub_object))
     parsed.feature_problems.push_back(std::move(problem));

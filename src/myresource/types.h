@@ -146,8 +146,9 @@ struct ParsedMyResource {
   // (kept by the conversion), or spec.features members of the wrong type. The object still works
   // with the valid part; the reconciler reports each as an InvalidFeatureOverride event.
   std::vector<std::string> feature_problems;
-  // Canary annotations of a v1beta1 object that spec.canary overrides with another value; the
-  // reconciler reports each as an AnnotationIgnored event.
+  // Canary annotations of a v1beta1 object that spec.canary overrides with another value, and a
+  // myorg.io/features annotation written on v1beta1; the reconciler reports each as an
+  // AnnotationIgnored event.
   std::vector<IgnoredAnnotation> ignored_annotations;
 
   bool valid() const { return problems.empty(); }

@@ -310,5 +310,20 @@ TEST_CASE(
   INFO(refused.output);
   CHECK_FALSE(refused.ok());
   CHECK_THAT(refused.output, Catch::Contains("myorg.io/canary must be \"true\" or \"false\""));
+
+  // myorg.io/features means nothing on v1beta1: written there without a version, the same two signals.
+  const std::string features_warning =
+      "annotation myorg.io/features \"canary=false\" is ignored: it means nothing on myorg.io/v1beta1";
+  const auto features =
+      testenv::kubectl("annotate mr web -n " + ns.name() + " myorg.io/features=canary=false");
+  INFO(features.output);
+  CHECK(features.ok());
+  CHECK_THAT(features.output, Catch::Contains(features_warning));
+  CHECK(eventually(
+      [&] {
+        return describe(events_about(ns.name(), "MyResource", "web")).find(features_warning) !=
+               std::string::npos;
+      },
+      60s));
   CHECK(operator_process.running());
 }

@@ -154,3 +154,31 @@ TEST_CASE("parse_myresource runs the effective canary of a v1beta1 object and li
   REQUIRE(overridden.ignored_annotations.size() == 1);
   CHECK(overridden.ignored_annotations[0].annotation == "myorg.io/canary");
 }
+
+TEST_CASE("parse_myresource lists myorg.io/features written on a v1beta1 object as ignored, not on v1alpha1",
+          "[myresource][effective_canary][types]") {
+  const ParsedMyResource beta =
+      parse_myresource(object_of("myorg.io/v1beta1", R"("myorg.io/features":"canary=false")", "").json());
+  CHECK(beta.valid());
+  CHECK_FALSE(beta.resource.spec.features.canary.has_value());  // it means nothing there
+  REQUIRE(beta.ignored_annotations.size() == 1);
+  CHECK(beta.ignored_annotations[0] ==
+        IgnoredAnnotation{"myorg.io/features", "canary=false", "spec.features", "unset"});
+  CHECK(beta.ignored_annotations[0].message() ==
+        R"(annotation myorg.io/features "canary=false" is ignored: it means nothing on myorg.io/v1beta1, )"
+        R"(where spec.features is the only form (now unset); remove the annotation, and set spec.features )"
+        R"(instead)");
+
+  // Read as v1alpha1 it does not appear either: both versions say it does nothing.
+  auto as_alpha = convert_myresource(
+      object_of("myorg.io/v1beta1", R"("myorg.io/features":"canary=false")", "").json(), "myorg.io/v1alpha1");
+  REQUIRE(as_alpha);
+  CHECK_FALSE(kube::ObjectView(as_alpha->json()).annotation("myorg.io/features"));
+
+  // On v1alpha1 it is the form of spec.features: applied, not ignored.
+  const ParsedMyResource alpha =
+      parse_myresource(object_of("myorg.io/v1alpha1", R"("myorg.io/features":"canary=false")", "").json());
+  CHECK(alpha.ignored_annotations.empty());
+  REQUIRE(alpha.resource.spec.features.canary.has_value());
+  CHECK_FALSE(*alpha.resource.spec.features.canary);
+}
