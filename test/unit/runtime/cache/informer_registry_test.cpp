@@ -143,11 +143,16 @@ TEST_CASE(
   REQUIRE(problems.size() == 1);
   CHECK_THAT(problems[0], Catch::StartsWith("configmaps/team-a (configmaps in namespace team-a): "));
   CHECK_THAT(problems[0], Catch::Contains("conversion webhook for myorg.io/v1beta1, Kind=MyResource failed"));
-  CHECK(metric_value(*metrics, "myoperator_watch_failing", {{"resource", "configmaps"}}) == 1);
+  // The gauge moves just after the informer's health changes (outside its lock), so it is waited for.
+  CHECK(eventually([&] {
+    return metric_value(*metrics, "myoperator_watch_failing", {{"resource", "configmaps"}}) == 1;
+  }));
 
   transport->repair();
   REQUIRE(eventually([&] { return registry.has_synced(); }));
   CHECK(registry.problems().empty());
-  CHECK(metric_value(*metrics, "myoperator_watch_failing", {{"resource", "configmaps"}}) == 0);
+  CHECK(eventually([&] {
+    return metric_value(*metrics, "myoperator_watch_failing", {{"resource", "configmaps"}}) == 0;
+  }));
   registry.stop();
 }
