@@ -25,8 +25,8 @@ export GOFLAGS="${GOFLAGS:--mod=mod} -trimpath"
 # The compiler and linker collect garbage only near 3 GiB of heap (each process; two run at a time)
 # instead of at every doubling: from a cold cache kwok's build took 206 s of CPU with the default
 # (GOGC=100) and 170 s with this, at a peak RSS of 1.0 and 1.1 GB. The builds are most of the CPU
-# time of `make test` on a new machine.
-export GOGC="${MYOP_TOOLS_GOGC:-off}" GOMEMLIMIT="${MYOP_TOOLS_GOMEMLIMIT:-3GiB}"
+# time of `make test` on a new machine. GOGC and GOMEMLIMIT set in the environment win.
+export GOGC="${GOGC:-off}" GOMEMLIMIT="${GOMEMLIMIT:-3GiB}"
 
 tool_version() {
   case "$1" in

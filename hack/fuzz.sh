@@ -14,13 +14,8 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${FUZZ_BUILD_DIR:-$repo/build-fuzz}
 seconds=${FUZZ_SECONDS:-60}
 jobs=${FUZZ_BUILD_JOBS:-2}
-compiler=${FUZZ_CXX:-}
-if [ -z "$compiler" ]; then
-  for candidate in clang++ clang++-14; do
-    if command -v "$candidate" >/dev/null; then compiler=$candidate; break; fi
-  done
-fi
-[ -n "$compiler" ] || { echo "fuzz: clang++ not found (apt-get install clang libclang-rt-14-dev)" >&2; exit 2; }
+source "$repo/hack/lib/asan-build.sh"
+compiler=${FUZZ_CXX:-$(find_clang)}
 
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(watch_parser_fuzzer kubeconfig_fuzzer conversion_review_fuzzer json_parser_fuzzer)
