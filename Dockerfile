@@ -10,7 +10,7 @@
 # test/integration/packaging/dockerfile_test.cpp checks the list against ldd of the build.
 ARG RUNTIME_PACKAGES="libc6 libgcc-s1 libstdc++6 libssl3 zlib1g libzstd1 libbrotli1 libcpprest2.10 \
   libspdlog1.10 libfmt9 libyaml-cpp0.7 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
-  libcivetweb1 ca-certificates"
+  libcivetweb1 libprotobuf32 ca-certificates"
 
 FROM debian:12 AS build
 ARG RUNTIME_PACKAGES
@@ -18,11 +18,13 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       g++ cmake ninja-build pkg-config \
       libcpprest-dev rapidjson-dev libspdlog-dev prometheus-cpp-dev libcli11-dev catch2 \
-      libssl-dev libyaml-cpp-dev libzstd-dev \
+      libssl-dev libyaml-cpp-dev libzstd-dev libprotobuf-dev protobuf-compiler \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the build reads (.dockerignore keeps build trees, caches and .git out).
 COPY CMakeLists.txt ./
+COPY cmake ./cmake
+COPY third_party ./third_party
 COPY src ./src
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
  && cmake --build /build --target my-operator \

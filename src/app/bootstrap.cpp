@@ -114,7 +114,11 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
   transport_options.burst = options.burst;
   transport_options.user_agent = std::string(kProgram) + "/" + myop::kVersion;
   transport_options.metrics = kube::make_prometheus_request_metrics(*registry);
-  auto connection = kube::connect(search, transport_options, std::string(myresource::kFieldManager));
+  kube::ClientOptions client_options;
+  client_options.built_in_kinds =
+      options.wire_format == "json" ? kube::WireFormat::Json : kube::WireFormat::Protobuf;
+  auto connection =
+      kube::connect(search, transport_options, std::string(myresource::kFieldManager), client_options);
   if (!connection) return std::move(connection).error();
   const kube::ClientConfig& config = connection->config;
   auto client = connection->client;

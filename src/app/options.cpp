@@ -120,6 +120,11 @@ void define_flags(CLI::App& app, Options& options, DurationFlags& durations) {
       "limits us (429 with Retry-After, honoured)")
       ->check(CLI::NonNegativeNumber);
   add("burst", options.burst, "Client-side request burst (with --qps above 0)")->check(CLI::PositiveNumber);
+  add("wire-format", options.wire_format,
+      "How reads of built-in kinds (Deployments, Leases, Secrets, ...) travel: protobuf (falling back to "
+      "JSON "
+      "where the API server answers JSON) or json; writes and MyResources are JSON")
+      ->check(CLI::IsMember({"protobuf", "json"}));
   add("resync-period", durations.resync_period, "Period of the low-priority full resync, e.g. 10h");
   add("orphan-sweep-period", durations.orphan_sweep_period,
       "Period of the orphan sweep (Deployments managed by my-operator whose owner is gone), e.g. 5m; the "

@@ -32,6 +32,9 @@ struct Options {
   // and its 429 + Retry-After is honoured.
   double qps = 0;
   int burst = 100;
+  // How reads (list, watch, get) of built-in kinds travel: "protobuf" (the default; JSON where the
+  // server answers JSON) or "json". Writes and custom resources are JSON either way.
+  std::string wire_format = "protobuf";
   std::chrono::seconds resync_period = std::chrono::hours(10);
   std::chrono::seconds orphan_sweep_period = std::chrono::minutes(5);
   // A watch silent this long (no event, no bookmark) is taken as stalled and reconnected; above the API

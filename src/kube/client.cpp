@@ -7,6 +7,7 @@
 
 #include "kube/json_parser.h"
 #include "kube/object.h"
+#include "kube/protobuf.h"
 
 namespace myop::kube {
 namespace {
@@ -84,8 +85,21 @@ QueryParameters watch_query(const WatchOptions& options) {
   return query;
 }
 
-Client::Client(std::shared_ptr<Transport> transport, std::string default_field_manager)
-    : transport_(std::move(transport)), default_field_manager_(std::move(default_field_manager)) {}
+std::string_view wire_format_name(WireFormat format) {
+  return format == WireFormat::Protobuf ? "protobuf" : "json";
+}
+
+Client::Client(std::shared_ptr<Transport> transport, std::string default_field_manager, ClientOptions options)
+    : transport_(std::move(transport)),
+      default_field_manager_(std::move(default_field_manager)),
+      options_(options) {}
+
+std::string Client::read_accept(const ResourceType& type) const {
+  if (options_.built_in_kinds != WireFormat::Protobuf ||
+      !protobuf_schema_known(type.api_version(), type.kind))
+    return {};
+  return std::string(kProtobufOrJsonAccept);
+}
 
 Result<rapidjson::Document> Client::request_json(const Request& request, std::stop_token stop) {
   auto response = transport_->send(request, stop);
@@ -95,7 +109,9 @@ Result<rapidjson::Document> Client::request_json(const Request& request, std::st
     if (!error.retry_after) error.retry_after = response->retry_after;
     return error;
   }
-  auto document = parse_json_document(response->body, JsonLimits{request.maximum_response_bytes});
+  auto document = is_protobuf_media_type(response->content_type)
+                      ? decode_protobuf_document(response->body)
+                      : parse_json_document(response->body, JsonLimits{request.maximum_response_bytes});
   if (!document) {
     Error error = std::move(document).error();
     error.message = request.method + " " + request.path + ": the API server answered HTTP " +
@@ -111,6 +127,7 @@ Result<rapidjson::Document> Client::get(const ResourceType& type, std::string_vi
                                         std::stop_token stop) {
   Request request;
   request.path = object_path(type, namespace_name, name);
+  request.accept = read_accept(type);
   if (!options.resource_version.empty())
     request.query.emplace_back("resourceVersion", options.resource_version);
   return request_json(request, stop);
@@ -121,6 +138,7 @@ Result<rapidjson::Document> Client::list(const ResourceType& type, std::string_v
   Request request;
   request.path = collection_path(type, namespace_name);
   request.query = list_query(options);
+  request.accept = read_accept(type);
   request.maximum_response_bytes = kMaximumListJsonBytes;
   return request_json(request, stop);
 }
@@ -260,6 +278,7 @@ Result<StreamEnd> Client::watch(const ResourceType& type, std::string_view names
   Request request;
   request.path = collection_path(type, namespace_name);
   request.query = watch_query(options);
+  request.accept = read_accept(type);
   return transport_->stream(request, on_chunk, stop, options.stream);
 }
 

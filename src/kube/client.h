@@ -1,8 +1,10 @@
 // REST verbs on any resource type, namespaced or cluster-scoped, core or named group.
 //
-// Objects travel as rapidjson::Document. Every verb returns the server's answer (the object as stored)
-// or an Error parsed from the server's metav1.Status; nothing throws. Blocking; thread-safe (the
-// transport is shared). Answers are read with a size limit (kMaximumObjectJsonBytes, a LIST page
+// Objects travel as rapidjson::Document. Reads of built-in kinds (GET, LIST, WATCH of Deployments,
+// Secrets, Leases, ...) ask for protobuf with a JSON fallback and decode either into the same tree
+// (kube/protobuf.h); everything else, and every write, is JSON. Every verb returns the server's answer (the
+// object as stored) or an Error parsed from the server's metav1.Status; nothing throws. Blocking; thread-safe
+// (the transport is shared). Answers are read with a size limit (kMaximumObjectJsonBytes, a LIST page
 // kMaximumListJsonBytes) and parsed by the bounded parser of kube/json_parser.h.
 #pragma once
 
@@ -80,10 +82,21 @@ struct WatchOptions {
   StreamOptions stream{};
 };
 
+// How reads of built-in kinds travel.
+enum class WireFormat {
+  Json,
+  Protobuf,  // application/vnd.kubernetes.protobuf where a built-in schema exists, else JSON
+};
+std::string_view wire_format_name(WireFormat format);  // "json", "protobuf"
+
+struct ClientOptions {
+  WireFormat built_in_kinds = WireFormat::Protobuf;
+};
+
 class Client {
  public:
   // `default_field_manager` names the program in managedFields when a write names no manager.
-  Client(std::shared_ptr<Transport> transport, std::string default_field_manager);
+  Client(std::shared_ptr<Transport> transport, std::string default_field_manager, ClientOptions options = {});
 
   Result<rapidjson::Document> get(const ResourceType& type, std::string_view namespace_name,
                                   std::string_view name, const GetOptions& options = {},
@@ -154,9 +167,14 @@ class Client {
   Result<void> wait_for_crd_established(std::string_view crd_name, std::chrono::milliseconds timeout,
                                         std::stop_token stop = {});
 
-  // Sends any request and parses a JSON answer of at most `request.maximum_response_bytes`; non-2xx
-  // becomes an Error.
+  // Sends any request and parses its answer (JSON, or protobuf when the request accepted it) of at most
+  // `request.maximum_response_bytes`; non-2xx becomes an Error.
   Result<rapidjson::Document> request_json(const Request& request, std::stop_token stop = {});
+
+  // The Accept header for reads of `type`: protobuf with a JSON fallback for a built-in kind when the
+  // options ask for it, else "" (JSON).
+  std::string read_accept(const ResourceType& type) const;
+  const ClientOptions& options() const { return options_; }
 
   Transport& transport() { return *transport_; }
   const std::string& default_field_manager() const { return default_field_manager_; }
@@ -168,6 +186,7 @@ class Client {
 
   std::shared_ptr<Transport> transport_;
   std::string default_field_manager_;
+  ClientOptions options_;
 };
 
 // The query parameters of a list / watch, exposed for unit tests of path building.

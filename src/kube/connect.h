@@ -23,6 +23,6 @@ struct Connection {
 // "cannot set up the connection to <server>: ..." when its CA, certificate or key are unusable.
 // `field_manager` names the client's server-side apply writes.
 Result<Connection> connect(const ConfigSearch& search, const TransportOptions& transport,
-                           std::string field_manager);
+                           std::string field_manager, ClientOptions client_options = {});
 
 }  // namespace myop::kube

@@ -364,7 +364,7 @@ std::optional<PoolFailure> ConnectionPool::write_request(Connection& connection,
 
 std::variant<PoolStreamEnd, PoolFailure> ConnectionPool::stream(
     const PoolRequest& request, const PoolChunkHandler& on_chunk,
-    const std::function<void(int status)>& on_header, const std::stop_token& stop,
+    const std::function<void(const PoolAnswer& header)>& on_header, const std::stop_token& stop,
     Clock::time_point open_deadline, std::chrono::milliseconds idle_timeout) {
   // A stream holds its connection for as long as it lasts: always a new one, closed at the end.
   auto connection = new_connection();
@@ -382,7 +382,7 @@ std::variant<PoolStreamEnd, PoolFailure> ConnectionPool::stream(
 
   PoolStreamEnd end;
   end.answer = answer_of(parser.get());
-  if (on_header) on_header(end.answer.status);
+  if (on_header) on_header(end.answer);
   const bool refused = end.answer.status < 200 || end.answer.status > 299;
   // A refusal's body is a small Status object; a stream's body goes to the handler in pieces.
   std::string received;

@@ -111,15 +111,13 @@ class ConnectionPool {
                                              std::chrono::steady_clock::time_point deadline);
 
   // Opens `request` on a connection of its own and hands the body to `on_chunk` as it arrives, on the
-  // calling thread; `on_header` sees the status as soon as it is known. The header must arrive before
-  // `open_deadline`; after it, no byte for `idle_timeout` ends the stream as timed out. The connection is
-  // closed at the end. Exceptions of the handlers propagate.
-  std::variant<PoolStreamEnd, PoolFailure> stream(const PoolRequest& request,
-                                                  const PoolChunkHandler& on_chunk,
-                                                  const std::function<void(int status)>& on_header,
-                                                  const std::stop_token& stop,
-                                                  std::chrono::steady_clock::time_point open_deadline,
-                                                  std::chrono::milliseconds idle_timeout);
+  // calling thread; `on_header` sees the status and headers as soon as they are known. The header must arrive
+  // before `open_deadline`; after it, no byte for `idle_timeout` ends the stream as timed out. The connection
+  // is closed at the end. Exceptions of the handlers propagate.
+  std::variant<PoolStreamEnd, PoolFailure> stream(
+      const PoolRequest& request, const PoolChunkHandler& on_chunk,
+      const std::function<void(const PoolAnswer& header)>& on_header, const std::stop_token& stop,
+      std::chrono::steady_clock::time_point open_deadline, std::chrono::milliseconds idle_timeout);
 
   // Connections opened since the pool was made (a test sees reuse in it).
   std::size_t connections_opened() const;

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "kube/json_parser.h"
+#include "kube/protobuf.h"
 
 namespace myop::kube {
 namespace {
@@ -211,8 +212,10 @@ Error error_from_status(const rapidjson::Value& status, int http_code) {
 }
 
 Error error_from_response(int http_code, std::string_view body) {
-  // A Status is one small object; anything larger or malformed is quoted below instead.
-  auto document = parse_json_document(body, JsonLimits{});
+  // A Status is one small object; anything larger or malformed is quoted below instead. A request that
+  // accepted protobuf gets its Status in protobuf.
+  auto document = body.starts_with(std::string_view("k8s\0", 4)) ? decode_protobuf_document(body)
+                                                                 : parse_json_document(body, JsonLimits{});
   if (document && document->IsObject() && string_member(document.value(), "kind") == "Status") {
     return error_from_status(document.value(), http_code);
   }

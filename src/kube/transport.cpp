@@ -295,8 +295,12 @@ class HttpsTransport final : public Transport {
       };
       auto outcome = ready.clients->pool->stream(
           pool_request, counted,
-          [&](int status) { observe_code(request.method, std::to_string(status), started); }, stop,
-          io_deadline(open_deadline), options.idle_timeout);
+          [&](const PoolAnswer& header) {
+            observe_code(request.method, std::to_string(header.status), started);
+            if (options.on_open && header.status >= 200 && header.status <= 299)
+              options.on_open(header.content_type);
+          },
+          stop, io_deadline(open_deadline), options.idle_timeout);
 
       Error failure;
       if (auto* broken = std::get_if<PoolFailure>(&outcome)) {
@@ -422,7 +426,7 @@ class HttpsTransport final : public Transport {
     if (!request.query.empty()) prepared.target += "?" + encode_query(request.query);
     prepared.headers.reserve(3 + request.headers.size());
     prepared.headers.emplace_back("User-Agent", options_.user_agent);
-    prepared.headers.emplace_back("Accept", "application/json");
+    prepared.headers.emplace_back("Accept", request.accept.empty() ? "application/json" : request.accept);
     if (!credential->bearer_token.empty())
       prepared.headers.emplace_back("Authorization", "Bearer " + credential->bearer_token);
     prepared.headers.insert(prepared.headers.end(), request.headers.begin(), request.headers.end());

@@ -36,7 +36,9 @@ struct Request {
   QueryParameters query;  // values are percent-encoded by the transport
   std::string body;
   std::string content_type;  // "application/json", "application/merge-patch+json", ...
-  HeaderList headers;        // extra headers; Authorization and User-Agent are added by the transport
+  // The Accept header; "" asks for JSON. The client asks for protobuf for built-in kinds (kube/protobuf.h).
+  std::string accept;
+  HeaderList headers;  // extra headers; Authorization and User-Agent are added by the transport
   // The whole request including retries must finish within this; zero = TransportOptions default.
   std::chrono::milliseconds timeout{0};
   // A longer answer body is not read: the request fails (Reason::Transport, permanent, not retried).
@@ -69,6 +71,9 @@ struct StreamOptions {
   // must exceed the bookmark interval (about a minute); one without bookmarks can be quiet until its
   // timeoutSeconds. The watcher sets its stall timeout here (kube/watch.h).
   std::chrono::milliseconds idle_timeout{std::chrono::minutes(11)};
+  // Called once a 2xx answer's header has arrived, before the first chunk, with its Content-Type: the
+  // body's encoding (a watch that asked for protobuf may be answered in JSON). May be empty.
+  std::function<void(std::string_view content_type)> on_open;
 };
 
 class Transport {

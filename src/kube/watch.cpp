@@ -77,6 +77,7 @@ Watcher::Watcher(std::shared_ptr<WatchSource> source, WatcherOptions options)
   if (!options_.clock) options_.clock = base::system_clock();
   if (options_.initial_list_mode == InitialListMode::PaginatedList) watch_list_supported_ = false;
   if (options_.page_size < 1) options_.page_size = 500;
+  parser_.set_drop_managed_fields(options_.drop_managed_fields);
 }
 
 std::string Watcher::resource_version() const {
@@ -210,6 +211,11 @@ Watcher::StepOutcome Watcher::stream(bool initial, const WatcherEventHandler& on
   }
 
   parser_.reset();
+  parser_.set_encoding(WatchEncoding::Json);
+  // The answer's Content-Type says how its body is encoded (protobuf for a built-in kind, when asked).
+  watch_options.stream.on_open = [this](std::string_view content_type) {
+    parser_.set_encoding(watch_encoding_of(content_type));
+  };
   bool initial_done = !initial;
   bool received_bytes = false;
   bool made_progress = false;

@@ -1,7 +1,10 @@
 #include "kube/watch_parser.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <utility>
+
+#include "kube/protobuf.h"
 
 namespace myop::kube {
 namespace {
@@ -75,6 +78,29 @@ Result<WatchEvent> parse_watch_event(std::string_view line) {
   return WatchEvent{*event_type, std::move(envelope)};
 }
 
+Result<WatchEvent> parse_protobuf_watch_event(std::string_view frame, bool drop_managed_fields) {
+  auto decoded = decode_protobuf_watch_event(frame, ProtobufDecodeOptions{drop_managed_fields});
+  if (!decoded) {
+    Error error = std::move(decoded).error();
+    error.message = "malformed watch event: " + error.message;
+    return error;
+  }
+  ProtobufWatchEvent& event = decoded.value();
+  if (event.type == "ERROR") {
+    Error error = error_from_status(event.object.json(), 500);
+    error.message = "watch: " + error.message;
+    return error;
+  }
+  auto event_type = event_type_from_name(event.type);
+  if (!event_type)
+    return make_error(Reason::Unknown, "malformed watch event: unknown type \"" + event.type + "\"");
+  return WatchEvent{*event_type, std::move(event.object)};
+}
+
+WatchEncoding watch_encoding_of(std::string_view content_type) {
+  return is_protobuf_media_type(content_type) ? WatchEncoding::Protobuf : WatchEncoding::Json;
+}
+
 WatchParser::WatchParser(std::size_t maximum_line_bytes) : maximum_line_bytes_(maximum_line_bytes) {}
 
 void WatchParser::append(std::string_view chunk) {
@@ -88,6 +114,36 @@ void WatchParser::append(std::string_view chunk) {
 }
 
 std::optional<Result<WatchEvent>> WatchParser::next() {
+  return encoding_ == WatchEncoding::Protobuf ? next_frame() : next_line();
+}
+
+std::optional<Result<WatchEvent>> WatchParser::next_frame() {
+  constexpr std::size_t kLengthBytes = 4;
+  if (frame_bytes_to_discard_ > 0) {
+    const std::size_t skipped = std::min(frame_bytes_to_discard_, buffer_.size() - consumed_);
+    consumed_ += skipped;
+    frame_bytes_to_discard_ -= skipped;
+    if (frame_bytes_to_discard_ > 0) return std::nullopt;
+  }
+  const std::string_view pending = std::string_view(buffer_).substr(consumed_);
+  if (pending.size() < kLengthBytes) return std::nullopt;
+  std::size_t length = 0;
+  for (std::size_t i = 0; i < kLengthBytes; ++i)
+    length = (length << 8) | static_cast<std::uint8_t>(pending[i]);
+  if (length > maximum_line_bytes_) {
+    // Unlike a line, a frame says where it ends: skip it and go on with the next one.
+    consumed_ += kLengthBytes;
+    frame_bytes_to_discard_ = length;
+    return Result<WatchEvent>(make_error(
+        Reason::Unknown, "malformed watch event: a frame of " + std::to_string(length) +
+                             " bytes is longer than " + std::to_string(maximum_line_bytes_) + " bytes"));
+  }
+  if (pending.size() < kLengthBytes + length) return std::nullopt;
+  consumed_ += kLengthBytes + length;
+  return parse_protobuf_watch_event(pending.substr(kLengthBytes, length), drop_managed_fields_);
+}
+
+std::optional<Result<WatchEvent>> WatchParser::next_line() {
   while (true) {
     const std::string_view pending = std::string_view(buffer_).substr(consumed_);
     const std::size_t already_scanned = std::max(scanned_to_, consumed_) - consumed_;
@@ -125,6 +181,7 @@ void WatchParser::reset() {
   consumed_ = 0;
   scanned_to_ = 0;
   discarding_long_line_ = false;
+  frame_bytes_to_discard_ = 0;
 }
 
 }  // namespace myop::kube

@@ -1,6 +1,9 @@
-// Incremental parser for a watch response body: newline-delimited JSON, one
-// {"type": ..., "object": ...} per line, arriving in chunks cut anywhere (a line may span chunks, a chunk
-// may hold many lines).
+// Incremental parser for a watch response body, arriving in chunks cut anywhere (an event may span
+// chunks, a chunk may hold many events), in either encoding the API server streams:
+//   - JSON: newline-delimited, one {"type": ..., "object": ...} per line;
+//   - protobuf (application/vnd.kubernetes.protobuf;stream=watch, built-in kinds): frames of a 4-byte
+//     big-endian length and a metav1.WatchEvent (kube/protobuf.h).
+// The encoding is the answer's Content-Type (set_encoding, before the first chunk); JSON by default.
 //
 // Feed chunks with `append` and take complete events with `next` until it returns nullopt. An ERROR
 // event carries a metav1.Status and comes out as the typed Error it describes (410 Gone/Expired ->
@@ -36,17 +39,32 @@ struct WatchEvent {
   bool is_initial_events_end() const;
 };
 
-// Largest line accepted: one object's limit (kube/json_parser.h), which bounds the parse of each line too.
+// Largest line (or protobuf frame) accepted: one object's limit (kube/json_parser.h), which bounds the
+// parse of each event too.
 inline constexpr std::size_t kDefaultMaximumWatchLineBytes = kMaximumObjectJsonBytes;
+
+enum class WatchEncoding { Json, Protobuf };
+
+// The encoding of a watch answer's Content-Type (protobuf for application/vnd.kubernetes.protobuf, JSON
+// for anything else).
+WatchEncoding watch_encoding_of(std::string_view content_type);
 
 class WatchParser {
  public:
   explicit WatchParser(std::size_t maximum_line_bytes = kDefaultMaximumWatchLineBytes);
 
+  // Protobuf events skip metadata.managedFields on the wire instead of building it (for a cache, which
+  // drops it anyway); JSON events keep it.
+  void set_drop_managed_fields(bool drop) { drop_managed_fields_ = drop; }
+
+  // The encoding of what follows; reset() keeps it.
+  void set_encoding(WatchEncoding encoding) { encoding_ = encoding; }
+  WatchEncoding encoding() const { return encoding_; }
+
   void append(std::string_view chunk);
 
   // The next complete event, or nullopt when more bytes are needed. After an over-long line the parser
-  // yields that error once and then discards input until the next newline.
+  // yields that error once and then discards input until the next newline (the frame's end).
   std::optional<Result<WatchEvent>> next();
 
   // Bytes received but not yet part of a complete line.
@@ -61,9 +79,17 @@ class WatchParser {
   std::size_t scanned_to_ = 0;  // no newline in buffer_[consumed_, scanned_to_): a long line is scanned once
   std::size_t maximum_line_bytes_;
   bool discarding_long_line_ = false;
+  WatchEncoding encoding_ = WatchEncoding::Json;
+  std::size_t frame_bytes_to_discard_ = 0;  // protobuf: what is left of an over-long frame
+  bool drop_managed_fields_ = false;
+
+  std::optional<Result<WatchEvent>> next_line();
+  std::optional<Result<WatchEvent>> next_frame();
 };
 
-// Parses one line (without its newline) of a watch body.
+// Parses one line (without its newline) of a JSON watch body.
 Result<WatchEvent> parse_watch_event(std::string_view line);
+// Decodes one frame (without its length) of a protobuf watch body.
+Result<WatchEvent> parse_protobuf_watch_event(std::string_view frame, bool drop_managed_fields = false);
 
 }  // namespace myop::kube

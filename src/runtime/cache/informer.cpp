@@ -309,6 +309,7 @@ Duration Informer::next_resync_delay() {
 void Informer::run_watch(std::stop_token stop) {
   auto options = options_.watcher;
   options.clock = options_.clock;
+  options.drop_managed_fields = true;  // strip_for_cache drops it: a protobuf event never builds it
   auto user_on_error = options.on_error;
   options.on_error = [this, user_on_error](const kube::Error& error, std::chrono::milliseconds retry_in) {
     log(spdlog::level::warn, "Watch failed, retrying",
