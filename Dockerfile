@@ -10,7 +10,7 @@
 # test/integration/packaging/dockerfile_test.cpp checks the list against ldd of the build.
 ARG RUNTIME_PACKAGES="libc6 libgcc-s1 libstdc++6 libssl3 zlib1g libzstd1 libbrotli1 libcpprest2.10 \
   libspdlog1.10 libfmt9 libyaml-cpp0.7 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
-  libcivetweb1 libprotobuf32 ca-certificates"
+  libcivetweb1 libprotobuf32 libcbor0.8 ca-certificates"
 
 FROM debian:12 AS build
 ARG RUNTIME_PACKAGES
@@ -18,7 +18,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       g++ cmake ninja-build pkg-config \
       libcpprest-dev rapidjson-dev libspdlog-dev prometheus-cpp-dev libcli11-dev catch2 \
-      libssl-dev libyaml-cpp-dev libzstd-dev libprotobuf-dev protobuf-compiler \
+      libssl-dev libyaml-cpp-dev libzstd-dev libprotobuf-dev protobuf-compiler libcbor-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # Only what the build reads (.dockerignore keeps build trees, caches and .git out).

@@ -6,8 +6,11 @@
 #
 # Also writes inline-fields.txt: the fields Go embeds in their parent's JSON (an anonymous struct field with
 # `json:""` or `json:",inline"`, e.g. Volume's VolumeSource, Probe's ProbeHandler), which the protobuf
-# has as a nested message; the decoder flattens them as the JSON does. One line per field: the message's
-# protobuf name and the field's number.
+# has as a nested message; the decoder flattens them as the JSON does. And omit-empty-fields.txt: the
+# non-pointer fields the JSON leaves out when they are zero (`omitempty` strings, numbers and booleans;
+# `omitzero` structs too), which Go's protobuf writes anyway: the decoder leaves them out too, so the
+# tree is the JSON's. One line per field: the message's protobuf name and the field's number (and, in
+# omit-empty-fields.txt, omitempty or omitzero).
 #
 # Usage: hack/update-kubernetes-proto.sh          (rewrites the copies from the Go module cache)
 #        hack/update-kubernetes-proto.sh --check  (fails when a copy differs from the pinned module)
@@ -56,16 +59,45 @@ inline_fields() {
   done | LC_ALL=C sort
 }
 
+# Named fields that are not pointers, slices or maps, whose json tag has omitempty or omitzero.
+omit_empty_fields() {
+  local path module package
+  for path in "${files[@]}"; do
+    module=${path%%/*}
+    package="k8s.io.$module.${path#*/}"
+    [ "$module" = api ] && package="k8s.io.api.${path#api/}"
+    package=${package//\//.}
+    for go_file in "${dirs[$module]}/${path#*/}"/types*.go; do
+      [ -e "$go_file" ] || continue
+      awk -v package="$package" '
+        /^type [A-Za-z0-9_]+ struct \{/ { type = $2 }
+        /^}/ { type = "" }
+        type != "" && /^\t[A-Z][A-Za-z0-9_]*[ \t]+[^ \t`]+[ \t]+`json:"[^"]*(omitempty|omitzero)[^"]*"[^`]*protobuf:"[a-z0-9]+,[0-9]+/ {
+          field_type = $2
+          if (field_type ~ /^(\*|\[\]|map\[)/) next
+          match($0, /protobuf:"[a-z0-9]+,[0-9]+/)
+          tag = substr($0, RSTART, RLENGTH); sub(/.*,/, "", tag)
+          print package "." type " " tag " " ($0 ~ /json:"[^"]*omitzero/ ? "omitzero" : "omitempty")
+        }' "$go_file"
+    done
+  done | LC_ALL=C sort
+}
+
 status=0
-inline_list=$(inline_fields)
-if $check; then
-  if [ "$inline_list" != "$(cat "$target/inline-fields.txt" 2>/dev/null)" ]; then
-    echo "update-kubernetes-proto: $target/inline-fields.txt differs from the Go sources of $module_version" >&2
-    status=1
+for list in inline omit-empty; do
+  case $list in
+    inline) content=$(inline_fields) ;;
+    omit-empty) content=$(omit_empty_fields) ;;
+  esac
+  if $check; then
+    if [ "$content" != "$(cat "$target/$list-fields.txt" 2>/dev/null)" ]; then
+      echo "update-kubernetes-proto: $target/$list-fields.txt differs from the Go sources of $module_version" >&2
+      status=1
+    fi
+  else
+    printf '%s\n' "$content" >"$target/$list-fields.txt"
   fi
-else
-  printf '%s\n' "$inline_list" >"$target/inline-fields.txt"
-fi
+done
 for path in "${files[@]}"; do
   module=${path%%/*}
   source_file="${dirs[$module]}/${path#*/}/generated.proto"

@@ -117,6 +117,8 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
   kube::ClientOptions client_options;
   client_options.built_in_kinds =
       options.wire_format == "json" ? kube::WireFormat::Json : kube::WireFormat::Protobuf;
+  client_options.custom_resources =
+      options.custom_resource_wire_format == "json" ? kube::WireFormat::Json : kube::WireFormat::Cbor;
   auto connection =
       kube::connect(search, transport_options, std::string(myresource::kFieldManager), client_options);
   if (!connection) return std::move(connection).error();

@@ -122,9 +122,12 @@ void define_flags(CLI::App& app, Options& options, DurationFlags& durations) {
   add("burst", options.burst, "Client-side request burst (with --qps above 0)")->check(CLI::PositiveNumber);
   add("wire-format", options.wire_format,
       "How reads of built-in kinds (Deployments, Leases, Secrets, ...) travel: protobuf (falling back to "
-      "JSON "
-      "where the API server answers JSON) or json; writes and MyResources are JSON")
+      "JSON where the API server answers JSON) or json; writes are JSON")
       ->check(CLI::IsMember({"protobuf", "json"}));
+  add("custom-resource-wire-format", options.custom_resource_wire_format,
+      "How reads of custom resources (MyResources) travel: cbor (where the API server serves it, behind its "
+      "CBORServingAndStorage feature gate; JSON elsewhere) or json")
+      ->check(CLI::IsMember({"cbor", "json"}));
   add("resync-period", durations.resync_period, "Period of the low-priority full resync, e.g. 10h");
   add("orphan-sweep-period", durations.orphan_sweep_period,
       "Period of the orphan sweep (Deployments managed by my-operator whose owner is gone), e.g. 5m; the "

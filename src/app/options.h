@@ -35,6 +35,9 @@ struct Options {
   // How reads (list, watch, get) of built-in kinds travel: "protobuf" (the default; JSON where the
   // server answers JSON) or "json". Writes and custom resources are JSON either way.
   std::string wire_format = "protobuf";
+  // How reads of custom resources (MyResources) travel: "cbor" (the default; JSON where the API server
+  // has no CBORServingAndStorage gate) or "json".
+  std::string custom_resource_wire_format = "cbor";
   std::chrono::seconds resync_period = std::chrono::hours(10);
   std::chrono::seconds orphan_sweep_period = std::chrono::minutes(5);
   // A watch silent this long (no event, no bookmark) is taken as stalled and reconnected; above the API

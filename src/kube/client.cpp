@@ -5,6 +5,7 @@
 
 #include <algorithm>
 
+#include "kube/cbor.h"
 #include "kube/json_parser.h"
 #include "kube/object.h"
 #include "kube/protobuf.h"
@@ -86,7 +87,15 @@ QueryParameters watch_query(const WatchOptions& options) {
 }
 
 std::string_view wire_format_name(WireFormat format) {
-  return format == WireFormat::Protobuf ? "protobuf" : "json";
+  switch (format) {
+    case WireFormat::Protobuf:
+      return "protobuf";
+    case WireFormat::Cbor:
+      return "cbor";
+    case WireFormat::Json:
+      break;
+  }
+  return "json";
 }
 
 Client::Client(std::shared_ptr<Transport> transport, std::string default_field_manager, ClientOptions options)
@@ -95,10 +104,10 @@ Client::Client(std::shared_ptr<Transport> transport, std::string default_field_m
       options_(options) {}
 
 std::string Client::read_accept(const ResourceType& type) const {
-  if (options_.built_in_kinds != WireFormat::Protobuf ||
-      !protobuf_schema_known(type.api_version(), type.kind))
-    return {};
-  return std::string(kProtobufOrJsonAccept);
+  if (protobuf_schema_known(type.api_version(), type.kind))
+    return options_.built_in_kinds == WireFormat::Protobuf ? std::string(kProtobufOrJsonAccept)
+                                                           : std::string();
+  return options_.custom_resources == WireFormat::Cbor ? std::string(kCborOrJsonAccept) : std::string();
 }
 
 Result<rapidjson::Document> Client::request_json(const Request& request, std::stop_token stop) {
@@ -109,8 +118,9 @@ Result<rapidjson::Document> Client::request_json(const Request& request, std::st
     if (!error.retry_after) error.retry_after = response->retry_after;
     return error;
   }
-  auto document = is_protobuf_media_type(response->content_type)
-                      ? decode_protobuf_document(response->body)
+  auto document = is_protobuf_media_type(response->content_type) ? decode_protobuf_document(response->body)
+                  : is_cbor_media_type(response->content_type)
+                      ? decode_cbor_document(response->body)
                       : parse_json_document(response->body, JsonLimits{request.maximum_response_bytes});
   if (!document) {
     Error error = std::move(document).error();

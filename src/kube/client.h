@@ -1,11 +1,13 @@
 // REST verbs on any resource type, namespaced or cluster-scoped, core or named group.
 //
 // Objects travel as rapidjson::Document. Reads of built-in kinds (GET, LIST, WATCH of Deployments,
-// Secrets, Leases, ...) ask for protobuf with a JSON fallback and decode either into the same tree
-// (kube/protobuf.h); everything else, and every write, is JSON. Every verb returns the server's answer (the
-// object as stored) or an Error parsed from the server's metav1.Status; nothing throws. Blocking; thread-safe
-// (the transport is shared). Answers are read with a size limit (kMaximumObjectJsonBytes, a LIST page
-// kMaximumListJsonBytes) and parsed by the bounded parser of kube/json_parser.h.
+// Secrets, Leases, ...) ask for protobuf with a JSON fallback (kube/protobuf.h), reads of custom resources
+// for CBOR with a JSON fallback (kube/cbor.h: served where the CBORServingAndStorage gate is on); each
+// answer is decoded by its Content-Type into the same tree. Every write is JSON. Every verb returns the
+// server's answer (the object as stored) or an Error parsed from the server's metav1.Status; nothing throws.
+// Blocking; thread-safe (the transport is shared). Answers are read with a size limit
+// (kMaximumObjectJsonBytes, a LIST page kMaximumListJsonBytes) and parsed by the bounded parser of
+// kube/json_parser.h.
 #pragma once
 
 #include <rapidjson/document.h>
@@ -82,15 +84,17 @@ struct WatchOptions {
   StreamOptions stream{};
 };
 
-// How reads of built-in kinds travel.
+// How reads travel.
 enum class WireFormat {
   Json,
   Protobuf,  // application/vnd.kubernetes.protobuf where a built-in schema exists, else JSON
+  Cbor,      // application/cbor where the server serves it (custom resources behind a gate), else JSON
 };
-std::string_view wire_format_name(WireFormat format);  // "json", "protobuf"
+std::string_view wire_format_name(WireFormat format);  // "json", "protobuf", "cbor"
 
 struct ClientOptions {
-  WireFormat built_in_kinds = WireFormat::Protobuf;
+  WireFormat built_in_kinds = WireFormat::Protobuf;  // Protobuf or Json
+  WireFormat custom_resources = WireFormat::Cbor;    // Cbor or Json: every kind without a built-in schema
 };
 
 class Client {
@@ -171,8 +175,8 @@ class Client {
   // `request.maximum_response_bytes`; non-2xx becomes an Error.
   Result<rapidjson::Document> request_json(const Request& request, std::stop_token stop = {});
 
-  // The Accept header for reads of `type`: protobuf with a JSON fallback for a built-in kind when the
-  // options ask for it, else "" (JSON).
+  // The Accept header for reads of `type`: protobuf with a JSON fallback for a built-in kind, CBOR with a
+  // JSON fallback for any other, as the options ask; "" (JSON) otherwise.
   std::string read_accept(const ResourceType& type) const;
   const ClientOptions& options() const { return options_; }
 

@@ -2,6 +2,7 @@
 
 #include <array>
 
+#include "kube/cbor.h"
 #include "kube/json_parser.h"
 #include "kube/protobuf.h"
 
@@ -213,8 +214,9 @@ Error error_from_status(const rapidjson::Value& status, int http_code) {
 
 Error error_from_response(int http_code, std::string_view body) {
   // A Status is one small object; anything larger or malformed is quoted below instead. A request that
-  // accepted protobuf gets its Status in protobuf.
+  // accepted protobuf or CBOR gets its Status in that encoding (each starts with its magic).
   auto document = body.starts_with(std::string_view("k8s\0", 4)) ? decode_protobuf_document(body)
+                  : body.starts_with("\xd9\xd9\xf7")             ? decode_cbor_document(body)
                                                                  : parse_json_document(body, JsonLimits{});
   if (document && document->IsObject() && string_member(document.value(), "kind") == "Status") {
     return error_from_status(document.value(), http_code);

@@ -4,6 +4,8 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
+#include <array>
+#include <stdexcept>
 #include <utility>
 
 namespace myop::kube {
@@ -277,6 +279,32 @@ Object Object::copy_of(const JsonValue& value, std::size_t chunk_size) {
   auto allocator = std::make_unique<JsonAllocator>(chunk_size);
   JsonValue copy = deep_copy_value(value, *allocator);
   return Object(std::move(allocator), std::move(copy));
+}
+
+namespace {
+constexpr std::size_t kScratchBytes = std::size_t{64} * 1024;
+struct ThreadScratch {
+  alignas(16) std::array<char, kScratchBytes> buffer{};
+  JsonAllocator allocator{buffer.data(), buffer.size(), kScratchBytes};
+  bool in_use = false;
+};
+ThreadScratch& thread_scratch() {
+  thread_local ThreadScratch scratch;
+  return scratch;
+}
+}  // namespace
+
+ScratchPool::ScratchPool() {
+  ThreadScratch& scratch = thread_scratch();
+  if (scratch.in_use) throw std::logic_error("ScratchPool: one at a time per thread");
+  scratch.in_use = true;
+  allocator_ = &scratch.allocator;
+}
+
+ScratchPool::~ScratchPool() {
+  ThreadScratch& scratch = thread_scratch();
+  scratch.allocator.Clear();  // keeps the thread's buffer, frees any chunk beyond it
+  scratch.in_use = false;
 }
 
 Object Object::adopt(std::unique_ptr<JsonAllocator> allocator, JsonValue&& value) {

@@ -108,6 +108,21 @@ std::string to_json_string(const JsonValue& value);
 // const-string pointers, which would dangle once the source buffer goes away).
 JsonValue deep_copy_value(const JsonValue& source, JsonAllocator& allocator);
 
+// A pool for building a tree that is copied out before the pool is left (Object::copy_of): the calling
+// thread's, reused by every ScratchPool of the thread in turn, its first 64 KiB never freed (a larger
+// tree's extra chunks are freed when the ScratchPool ends). Not reentrant: one at a time per thread.
+class ScratchPool {
+ public:
+  ScratchPool();
+  ~ScratchPool();
+  ScratchPool(const ScratchPool&) = delete;
+  ScratchPool& operator=(const ScratchPool&) = delete;
+  JsonAllocator& allocator() { return *allocator_; }
+
+ private:
+  JsonAllocator* allocator_;
+};
+
 // An owned JSON value (normally an object) and the allocator behind it. Move-only; copies are explicit
 // through `deep_copy` because they cost memory.
 class Object {

@@ -26,9 +26,12 @@
 // The descriptor set protoc compiled from third_party/kubernetes-proto (CMakeLists.txt embeds it).
 extern const unsigned char myop_kubernetes_descriptor_set[];
 extern const std::size_t myop_kubernetes_descriptor_set_size;
-// third_party/kubernetes-proto/inline-fields.txt: "<message> <field number>" per line.
+// third_party/kubernetes-proto/inline-fields.txt: "<message> <field number>" per line, and
+// omit-empty-fields.txt: "<message> <field number> omitempty|omitzero" per line.
 extern const unsigned char myop_kubernetes_inline_fields[];
 extern const std::size_t myop_kubernetes_inline_fields_size;
+extern const unsigned char myop_kubernetes_omit_empty_fields[];
+extern const std::size_t myop_kubernetes_omit_empty_fields_size;
 
 namespace myop::kube {
 namespace {
@@ -50,8 +53,12 @@ struct FieldPlan {
   WireFormat::WireType wire_type = WireFormat::WIRETYPE_VARINT;
   bool repeated = false;
   bool map = false;
-  bool managed_fields = false;           // ObjectMeta.managedFields
-  bool inline_in_parent = false;         // Go embeds it: its members go into the parent's object
+  bool managed_fields = false;    // ObjectMeta.managedFields
+  bool inline_in_parent = false;  // Go embeds it: its members go into the parent's object
+  // The JSON leaves it out when zero: a scalar (omitempty or omitzero) when 0, false or ""; a message
+  // (omitzero only: encoding/json never omits a struct for omitempty) when it is encoded empty.
+  bool omit_zero_scalar = false;
+  bool omit_empty_message = false;
   const MessagePlan* message = nullptr;  // message fields; for maps, the entry
 };
 
@@ -85,7 +92,13 @@ class Schema {
       for (int i = 0; i < built->message_type_count(); ++i) add_plans(built->message_type(i));
     }
     for (auto& [descriptor, plan] : plans_) link(plan);
-    mark_inline_fields();
+    mark_fields(myop_kubernetes_inline_fields, myop_kubernetes_inline_fields_size,
+                [](FieldPlan& field, std::string_view) { field.inline_in_parent = true; });
+    mark_fields(myop_kubernetes_omit_empty_fields, myop_kubernetes_omit_empty_fields_size,
+                [](FieldPlan& field, std::string_view how) {
+                  field.omit_zero_scalar = true;
+                  field.omit_empty_message = how == "omitzero";
+                });
     check_special_shapes();
   }
 
@@ -159,27 +172,32 @@ class Schema {
     if (descriptor->full_name() == "k8s.io.apimachinery.pkg.apis.meta.v1.WatchEvent") watch_event_ = &plan;
   }
 
-  void mark_inline_fields() {
-    const std::string_view text(reinterpret_cast<const char*>(myop_kubernetes_inline_fields),
-                                myop_kubernetes_inline_fields_size);
+  // Applies `mark` to the field of each line "<message> <number> [word]" of an embedded list.
+  template <typename Mark>
+  void mark_fields(const unsigned char* data, std::size_t size, Mark mark) {
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
     std::size_t start = 0;
-    while (start < text.size()) {
+    while (start < text.size() && failure_.empty()) {
       std::size_t end = text.find('\n', start);
       if (end == std::string_view::npos) end = text.size();
       const std::string_view line = text.substr(start, end - start);
       start = end + 1;
       if (line.empty()) continue;
-      const std::size_t space = line.find(' ');
-      MessagePlan* plan = space == std::string_view::npos ? nullptr : mutable_find(line.substr(0, space));
-      const std::string number_text(space == std::string_view::npos ? std::string_view()
-                                                                    : line.substr(space + 1));
-      const std::size_t number = number_text.empty() ? 0 : std::stoul(number_text);
-      if (plan == nullptr || plan->field(static_cast<std::uint32_t>(number)) == nullptr ||
-          plan->field(static_cast<std::uint32_t>(number))->message == nullptr) {
-        failure_ = "the built-in list of inlined fields names no message field: " + std::string(line);
+      const std::size_t first_space = line.find(' ');
+      const std::size_t second_space = line.find(' ', first_space + 1);
+      MessagePlan* plan =
+          first_space == std::string_view::npos ? nullptr : mutable_find(line.substr(0, first_space));
+      const std::string_view number_text = first_space == std::string_view::npos
+                                               ? std::string_view()
+                                               : line.substr(first_space + 1, second_space - first_space - 1);
+      std::uint32_t number = 0;
+      for (char digit : number_text) number = number * 10 + static_cast<std::uint32_t>(digit - '0');
+      if (plan == nullptr || number_text.empty() || plan->field(number) == nullptr) {
+        failure_ = "the built-in list of JSON field rules names no field: " + std::string(line);
         return;
       }
-      plan->by_number[number].inline_in_parent = true;
+      mark(plan->by_number[number],
+           second_space == std::string_view::npos ? std::string_view() : line.substr(second_space + 1));
     }
   }
 
@@ -379,7 +397,17 @@ class Decoder {
       }
       if (!field->repeated) {
         JsonValue value;
-        if (!single_value(*field, wire_type, input, value, depth)) return false;
+        if (field->omit_empty_message && field->message != nullptr) {
+          // omitzero: an unset time (encoded empty) is absent, as in the JSON.
+          std::string_view bytes;
+          if (wire_type != WireFormat::WIRETYPE_LENGTH_DELIMITED || !read_bytes(input, bytes))
+            return fail({});
+          if (bytes.empty()) continue;
+          if (!message_value(*field->message, bytes, value, depth + 1, false)) return false;
+        } else {
+          if (!single_value(*field, wire_type, input, value, depth)) return false;
+          if (field->omit_zero_scalar && field->message == nullptr && is_zero(value)) continue;
+        }
         if (!first) erase_member(out, field->name);  // a repeated singular field: the last one wins
         out.AddMember(name, value, allocator_);
         continue;
@@ -483,15 +511,28 @@ class Decoder {
     if (field.message == nullptr) return scalar(field, input, out);
     std::string_view bytes;
     if (!read_bytes(input, bytes)) return fail({});
-    const MessagePlan& plan = *field.message;
-    if (plan.special != Special::None) return special(plan, bytes, out, depth + 1);
+    return message_value(*field.message, bytes, out, depth + 1, list_item);
+  }
+
+  bool message_value(const MessagePlan& plan, std::string_view bytes, JsonValue& out, int depth,
+                     bool list_item) {
+    if (plan.special != Special::None) return special(plan, bytes, out, depth);
     Input nested = input_of(bytes);
     out.SetObject();
     if (list_item) {
       out.AddMember(rapidjson::StringRef("apiVersion"), copy(item_api_version_), allocator_);
       out.AddMember(rapidjson::StringRef("kind"), copy(item_kind_), allocator_);
     }
-    return message_fields(plan, nested, out, depth + 1);
+    return message_fields(plan, nested, out, depth);
+  }
+
+  static bool is_zero(const JsonValue& value) {
+    if (value.IsString()) return value.GetStringLength() == 0;
+    if (value.IsBool()) return !value.GetBool();
+    if (value.IsInt64()) return value.GetInt64() == 0;
+    if (value.IsUint64()) return value.GetUint64() == 0;
+    if (value.IsDouble()) return value.GetDouble() == 0;
+    return false;
   }
 
   bool scalar(const FieldPlan& field, Input& input, JsonValue& out) {
@@ -684,11 +725,6 @@ Result<std::pair<Envelope, const MessagePlan*>> open_envelope(std::string_view b
   return std::pair{*envelope, plan};
 }
 
-// Sizes an object's pool from its wire size: the tree takes about five times the protobuf bytes.
-std::size_t chunk_size_for(std::size_t wire_bytes) {
-  return std::clamp<std::size_t>(5 * wire_bytes + 256, kSmallChunkSize, kLargestAutoChunkSize);
-}
-
 }  // namespace
 
 bool is_protobuf_media_type(std::string_view content_type) {
@@ -719,12 +755,15 @@ Result<Object> decode_protobuf_object(std::string_view body, const ProtobufDecod
   auto opened = open_envelope(body);
   if (!opened) return std::move(opened).error();
   const auto& [envelope, plan] = opened.value();
-  auto allocator = std::make_unique<JsonAllocator>(chunk_size_for(envelope.raw.size()));
+  // Built member by member, a tree's objects and arrays grow in steps (RapidJSON 1.1 reserves no
+  // members), leaving about half its pool unused: it is built in a scratch pool that every decode of
+  // this thread reuses, then copied into one of the exact size (ScratchPool, kube/object.h).
+  ScratchPool scratch;
   JsonValue root;
-  Decoder decoder(*allocator, options);
+  Decoder decoder(scratch.allocator(), options);
   auto decoded = decoder.decode_top(*plan, envelope.raw, envelope.api_version, envelope.kind, root);
   if (!decoded) return std::move(decoded).error();
-  return Object::adopt(std::move(allocator), std::move(root));
+  return Object::copy_of(root);
 }
 
 Result<ProtobufWatchEvent> decode_protobuf_watch_event(std::string_view frame,

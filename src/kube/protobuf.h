@@ -6,11 +6,13 @@
 // by protoc into a descriptor set built into the binary. The decoder walks the wire format with
 // libprotobuf's CodedInputStream, guided by those descriptors, and builds the tree the API server's JSON
 // of the same object parses to. Field names are the JSON names (go-to-protobuf names every field after its
-// json tag). Where the two encodings differ:
-//   - Go writes a non-pointer string, number or boolean even when it is empty, which the JSON serializer
-//     omits (omitempty): such fields are present here ("generateName": "", "observedGeneration": 0).
-//     Readers treat absent and empty alike (kube/object.h), and nothing is lost: a pointer field the JSON
-//     would carry as 0 (spec.replicas of a Deployment scaled to zero) is on the wire and here too;
+// json tag). Where the two encodings differ, the JSON's rules are followed, from two lists the update
+// script derives from the Go types (third_party/kubernetes-proto):
+//   - Go's protobuf writes a non-pointer string, number or boolean even when it is empty; the JSON omits
+//     it when its tag says omitempty (omit-empty-fields.txt), and so does the decoder. A pointer field
+//     set to zero (spec.replicas of a Deployment scaled to zero) is kept, as in the JSON;
+//   - an embedded struct (Volume's VolumeSource, Probe's ProbeHandler) is a nested message on the wire and
+//     inline in the JSON (inline-fields.txt): its members go into the parent's object;
 //   - types whose JSON is not their protobuf shape are written as their JSON marshallers write them:
 //     metav1.Time "2026-11-29T19:18:40Z" (null when unset), MicroTime with microseconds, Duration "1m30s",
 //     resource.Quantity its string, intstr.IntOrString a number or a string, FieldsV1 and RawExtension the

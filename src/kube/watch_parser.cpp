@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "kube/cbor.h"
 #include "kube/protobuf.h"
 
 namespace myop::kube {
@@ -49,17 +50,17 @@ bool WatchEvent::is_initial_events_end() const {
          object.view().annotation(kInitialEventsEndAnnotation) == std::optional<std::string_view>("true");
 }
 
-Result<WatchEvent> parse_watch_event(std::string_view line) {
-  auto parsed = Object::parse(line);
-  if (!parsed.ok()) return malformed(parsed.error().message, line);
-  Object& envelope = parsed.value();
-  if (!envelope.json().IsObject()) return malformed("not a JSON object", line);
+namespace {
+
+// The event an envelope {"type", "object"} holds (parsed from JSON or CBOR); `text` quotes it in errors.
+Result<WatchEvent> watch_event_of(Object envelope, std::string_view text) {
+  if (!envelope.json().IsObject()) return malformed("not an object", text);
 
   const JsonValue* type = find_member(envelope.json(), "type");
-  if (type == nullptr || !type->IsString()) return malformed("no \"type\"", line);
+  if (type == nullptr || !type->IsString()) return malformed("no \"type\"", text);
   const std::string_view type_name(type->GetString(), type->GetStringLength());
   JsonValue* object = find_member(envelope.json(), "object");
-  if (object == nullptr || !object->IsObject()) return malformed("no \"object\"", line);
+  if (object == nullptr || !object->IsObject()) return malformed("no \"object\"", text);
 
   if (type_name == "ERROR") {
     // The server sends a metav1.Status; the HTTP status of the stream itself was 200, so the code comes
@@ -69,13 +70,27 @@ Result<WatchEvent> parse_watch_event(std::string_view line) {
     return error;
   }
   auto event_type = event_type_from_name(type_name);
-  if (!event_type) return malformed("unknown type \"" + std::string(type_name) + "\"", line);
+  if (!event_type) return malformed("unknown type \"" + std::string(type_name) + "\"", text);
 
   // Keep only the "object" member, in the pool it was parsed into: no copy.
   JsonValue inner;
   inner = *object;
   envelope.json() = inner;
   return WatchEvent{*event_type, std::move(envelope)};
+}
+
+}  // namespace
+
+Result<WatchEvent> parse_watch_event(std::string_view line) {
+  auto parsed = Object::parse(line);
+  if (!parsed.ok()) return malformed(parsed.error().message, line);
+  return watch_event_of(std::move(parsed).value(), line);
+}
+
+Result<WatchEvent> parse_cbor_watch_event(std::string_view item) {
+  auto decoded = decode_cbor_object(item);
+  if (!decoded.ok()) return make_error(Reason::Unknown, "malformed watch event: " + decoded.error().message);
+  return watch_event_of(std::move(decoded).value(), "(CBOR)");
 }
 
 Result<WatchEvent> parse_protobuf_watch_event(std::string_view frame, bool drop_managed_fields) {
@@ -98,7 +113,9 @@ Result<WatchEvent> parse_protobuf_watch_event(std::string_view frame, bool drop_
 }
 
 WatchEncoding watch_encoding_of(std::string_view content_type) {
-  return is_protobuf_media_type(content_type) ? WatchEncoding::Protobuf : WatchEncoding::Json;
+  if (is_protobuf_media_type(content_type)) return WatchEncoding::Protobuf;
+  if (is_cbor_media_type(content_type)) return WatchEncoding::Cbor;
+  return WatchEncoding::Json;
 }
 
 WatchParser::WatchParser(std::size_t maximum_line_bytes) : maximum_line_bytes_(maximum_line_bytes) {}
@@ -114,7 +131,36 @@ void WatchParser::append(std::string_view chunk) {
 }
 
 std::optional<Result<WatchEvent>> WatchParser::next() {
-  return encoding_ == WatchEncoding::Protobuf ? next_frame() : next_line();
+  switch (encoding_) {
+    case WatchEncoding::Protobuf:
+      return next_frame();
+    case WatchEncoding::Cbor:
+      return next_cbor_item();
+    case WatchEncoding::Json:
+      break;
+  }
+  return next_line();
+}
+
+std::optional<Result<WatchEvent>> WatchParser::next_cbor_item() {
+  const std::string_view pending = std::string_view(buffer_).substr(consumed_);
+  if (pending.empty()) return std::nullopt;
+  // A sequence says nowhere how long an item is but in its own heads: find its end first (no tree).
+  // An item is re-scanned as its chunks arrive; items are small next to the chunks.
+  auto size = cbor_item_size(pending.substr(0, std::min(pending.size(), maximum_line_bytes_ + 1)));
+  if (!size.ok()) {
+    consumed_ = buffer_.size();  // nothing after a malformed item can be trusted: the caller reconnects
+    return Result<WatchEvent>(make_error(Reason::Unknown, "malformed watch event: " + size.error().message));
+  }
+  if (!size.value()) {
+    if (pending.size() <= maximum_line_bytes_) return std::nullopt;
+    consumed_ = buffer_.size();
+    return Result<WatchEvent>(make_error(
+        Reason::Unknown,
+        "malformed watch event: an item is longer than " + std::to_string(maximum_line_bytes_) + " bytes"));
+  }
+  consumed_ += *size.value();
+  return parse_cbor_watch_event(pending.substr(0, *size.value()));
 }
 
 std::optional<Result<WatchEvent>> WatchParser::next_frame() {

@@ -2,7 +2,9 @@
 // chunks, a chunk may hold many events), in either encoding the API server streams:
 //   - JSON: newline-delimited, one {"type": ..., "object": ...} per line;
 //   - protobuf (application/vnd.kubernetes.protobuf;stream=watch, built-in kinds): frames of a 4-byte
-//     big-endian length and a metav1.WatchEvent (kube/protobuf.h).
+//     big-endian length and a metav1.WatchEvent (kube/protobuf.h);
+//   - CBOR (application/cbor-seq, custom resources where the server has the CBORServingAndStorage
+//     gate): a sequence of data items, each a {"type", "object"} map (kube/cbor.h).
 // The encoding is the answer's Content-Type (set_encoding, before the first chunk); JSON by default.
 //
 // Feed chunks with `append` and take complete events with `next` until it returns nullopt. An ERROR
@@ -43,10 +45,10 @@ struct WatchEvent {
 // parse of each event too.
 inline constexpr std::size_t kDefaultMaximumWatchLineBytes = kMaximumObjectJsonBytes;
 
-enum class WatchEncoding { Json, Protobuf };
+enum class WatchEncoding { Json, Protobuf, Cbor };
 
-// The encoding of a watch answer's Content-Type (protobuf for application/vnd.kubernetes.protobuf, JSON
-// for anything else).
+// The encoding of a watch answer's Content-Type (protobuf for application/vnd.kubernetes.protobuf, CBOR
+// for application/cbor-seq, JSON for anything else).
 WatchEncoding watch_encoding_of(std::string_view content_type);
 
 class WatchParser {
@@ -85,10 +87,13 @@ class WatchParser {
 
   std::optional<Result<WatchEvent>> next_line();
   std::optional<Result<WatchEvent>> next_frame();
+  std::optional<Result<WatchEvent>> next_cbor_item();
 };
 
 // Parses one line (without its newline) of a JSON watch body.
 Result<WatchEvent> parse_watch_event(std::string_view line);
+// Decodes one data item of a CBOR watch body.
+Result<WatchEvent> parse_cbor_watch_event(std::string_view item);
 // Decodes one frame (without its length) of a protobuf watch body.
 Result<WatchEvent> parse_protobuf_watch_event(std::string_view frame, bool drop_managed_fields = false);
 

@@ -218,14 +218,18 @@ TEST_CASE("protobuf decoder builds the JSON tree of a Deployment", "[kube][proto
   CHECK(view.has_finalizer("myorg.io/cleanup"));
   CHECK_FALSE(view.is_being_deleted());
 
-  // A pointer field set to zero is there (scaled to zero is not "unset"); Go's always-written empty
-  // string is there too.
+  // A pointer field set to zero is there (scaled to zero is not "unset"); an omitempty one Go wrote
+  // empty is not, as in the JSON (status.replicas 0, generateName ""), and neither is an unset
+  // omitzero time.
   CHECK(json_at(deployment, {"spec", "replicas"}) == "0");
-  CHECK(json_at(deployment, {"metadata", "generateName"}) == R"("")");
+  CHECK(deployment.view().find({"metadata", "generateName"}) == nullptr);
+  CHECK(json_at(deployment, {"status"}) ==
+        R"({"observedGeneration":3,"conditions":[{"type":"Available","status":"True",)"
+        R"("reason":"MinimumReplicasAvailable","lastUpdateTime":"2025-11-29T19:18:45Z",)"
+        R"("lastTransitionTime":"2025-11-29T19:18:45Z"}]})");
   CHECK(json_at(deployment, {"spec", "strategy"}) ==
         R"({"type":"RollingUpdate","rollingUpdate":{"maxUnavailable":1,"maxSurge":"25%"}})");
-  CHECK(json_at(deployment, {"spec", "template", "metadata"}) ==
-        R"({"creationTimestamp":null,"labels":{"app":"web"}})");
+  CHECK(json_at(deployment, {"spec", "template", "metadata"}) == R"({"labels":{"app":"web"}})");
   CHECK(json_at(deployment, {"spec", "template", "spec", "containers"}) ==
         R"([{"name":"web","image":"nginx:1.27","ports":[{"containerPort":8080,"protocol":"TCP"}],)"
         R"("env":[{"name":"TOKEN","valueFrom":{"secretKeyRef":{"name":"api","key":"token"}}}],)"
