@@ -188,13 +188,15 @@ Result<rapidjson::Document> Client::list_all(const ResourceType& type, std::stri
   return result;
 }
 
-// POST or PUT of a whole object as JSON, with the field manager and dry-run query parameters.
-Result<rapidjson::Document> Client::write_json(std::string_view method, std::string path,
-                                               const rapidjson::Value& object, const WriteOptions& options,
-                                               std::stop_token stop) {
+// POST or PUT of a whole object as JSON, with the field manager and dry-run query parameters. Like every
+// write, its answer (the object as stored) comes in the encoding reads of the type use.
+Result<rapidjson::Document> Client::write_json(const ResourceType& type, std::string_view method,
+                                               std::string path, const rapidjson::Value& object,
+                                               const WriteOptions& options, std::stop_token stop) {
   Request request;
   request.method = std::string(method);
   request.path = std::move(path);
+  request.accept = read_accept(type);
   request.body = to_json(object);
   request.content_type = "application/json";
   add_write_query(request.query,
@@ -206,7 +208,7 @@ Result<rapidjson::Document> Client::write_json(std::string_view method, std::str
 Result<rapidjson::Document> Client::create(const ResourceType& type, std::string_view namespace_name,
                                            const rapidjson::Value& object, const WriteOptions& options,
                                            std::stop_token stop) {
-  return write_json("POST", collection_path(type, namespace_name), object, options, stop);
+  return write_json(type, "POST", collection_path(type, namespace_name), object, options, stop);
 }
 
 Result<rapidjson::Document> Client::update(const ResourceType& type, std::string_view namespace_name,
@@ -214,7 +216,7 @@ Result<rapidjson::Document> Client::update(const ResourceType& type, std::string
                                            std::stop_token stop) {
   const std::string_view name = ObjectView(object).name();
   if (name.empty()) return missing_name("update");
-  return write_json("PUT", object_path(type, namespace_name, name), object, options, stop);
+  return write_json(type, "PUT", object_path(type, namespace_name, name), object, options, stop);
 }
 
 Result<rapidjson::Document> Client::update_status(const ResourceType& type, std::string_view namespace_name,
@@ -222,7 +224,7 @@ Result<rapidjson::Document> Client::update_status(const ResourceType& type, std:
                                                   std::stop_token stop) {
   const std::string_view name = ObjectView(object).name();
   if (name.empty()) return missing_name("update_status");
-  return write_json("PUT", object_path(type, namespace_name, name, "status"), object, options, stop);
+  return write_json(type, "PUT", object_path(type, namespace_name, name, "status"), object, options, stop);
 }
 
 Result<rapidjson::Document> Client::patch(const ResourceType& type, std::string_view namespace_name,
@@ -232,6 +234,7 @@ Result<rapidjson::Document> Client::patch(const ResourceType& type, std::string_
   Request request;
   request.method = "PATCH";
   request.path = object_path(type, namespace_name, name, subresource);
+  request.accept = read_accept(type);
   request.body = std::string(body);
   request.content_type = std::string(patch_content_type(patch_type));
   std::string field_manager = options.field_manager;
@@ -276,6 +279,7 @@ Result<rapidjson::Document> Client::remove(const ResourceType& type, std::string
   Request request;
   request.method = "DELETE";
   request.path = object_path(type, namespace_name, name);
+  request.accept = read_accept(type);
   request.body = to_json(body);
   request.content_type = "application/json";
   if (options.dry_run) request.query.emplace_back("dryRun", "All");

@@ -1,9 +1,10 @@
 // REST verbs on any resource type, namespaced or cluster-scoped, core or named group.
 //
-// Objects travel as rapidjson::Document. Reads of built-in kinds (GET, LIST, WATCH of Deployments,
-// Secrets, Leases, ...) ask for protobuf with a JSON fallback (kube/protobuf.h), reads of custom resources
-// for CBOR with a JSON fallback (kube/cbor.h: served where the CBORServingAndStorage gate is on); each
-// answer is decoded by its Content-Type into the same tree. Every write is JSON. Every verb returns the
+// Objects travel as rapidjson::Document. Answers about built-in kinds (Deployments, Secrets, Leases, ...)
+// are asked for in protobuf with a JSON fallback (kube/protobuf.h), answers about custom resources in
+// CBOR with a JSON fallback (kube/cbor.h: served where the CBORServingAndStorage gate is on), reads and
+// writes alike; each answer is decoded by its Content-Type into the same tree. What the client sends (a
+// write's body) is JSON. Every verb returns the
 // server's answer (the object as stored) or an Error parsed from the server's metav1.Status; nothing throws.
 // Blocking; thread-safe (the transport is shared). Answers are read with a size limit
 // (kMaximumObjectJsonBytes, a LIST page kMaximumListJsonBytes) and parsed by the bounded parser of
@@ -184,7 +185,7 @@ class Client {
   const std::string& default_field_manager() const { return default_field_manager_; }
 
  private:
-  Result<rapidjson::Document> write_json(std::string_view method, std::string path,
+  Result<rapidjson::Document> write_json(const ResourceType& type, std::string_view method, std::string path,
                                          const rapidjson::Value& object, const WriteOptions& options,
                                          std::stop_token stop);
 
