@@ -691,7 +691,6 @@ class Decoder {
     return true;
   }
 
- private:
   JsonAllocator& allocator_;
   const ProtobufDecodeOptions& options_;
   std::string_view item_api_version_;
