@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
       decode = [&] { return myop::kube::decode_protobuf_object(body, {.drop_managed_fields = true}); };
     } else if (body.starts_with("\xd9\xd9\xf7")) {
       encoding = "cbor";
-      decode = [&] { return myop::kube::decode_cbor_object(body); };
+      decode = [&] { return myop::kube::decode_cbor_object(body, /*drop_managed_fields=*/true); };
     } else {
       encoding = "json";
       decode = [&] {

@@ -45,7 +45,9 @@ std::string base64url_of(std::string_view bytes) {
 // follows its structure to find where it ends).
 class Builder {
  public:
-  Builder(JsonAllocator* allocator, JsonValue* root) : allocator_(allocator), root_(root) {}
+  // `drop_managed_fields`: the value of "managedFields" in a map under "metadata" is not built.
+  Builder(JsonAllocator* allocator, JsonValue* root, bool drop_managed_fields = false)
+      : allocator_(allocator), root_(root), drop_managed_fields_(drop_managed_fields) {}
 
   bool done() const { return done_; }
   const std::string& error() const { return error_; }
@@ -67,7 +69,8 @@ class Builder {
   }
 
   void bytes(std::string_view data, bool text) {
-    if (allocator_ == nullptr) return scalar(JsonValue());
+    // Nothing to build (finding an item's end, or inside a dropped value): any string will do.
+    if (allocator_ == nullptr || skipping()) return scalar(JsonValue(rapidjson::StringRef("")));
     std::string encoded;
     std::string_view value = data;
     if (!text && tag_ == kExpectedBase64Tag) {
@@ -102,22 +105,30 @@ class Builder {
     // the input is the whole item (a tree is built only then; finding an item's end reads a prefix).
     if (allocator_ != nullptr && size > bytes_left_)
       return fail("a length of " + std::to_string(size) + " beyond the input's end");
+    const bool metadata =
+        map && !stack_.empty() && stack_.back().map && stack_.back().key.IsString() &&
+        std::string_view(stack_.back().key.GetString(), stack_.back().key.GetStringLength()) == "metadata";
     JsonValue value(map ? rapidjson::kObjectType : rapidjson::kArrayType);
     // RapidJSON 1.1 reserves array slots only (a map grows as members arrive).
-    if (allocator_ != nullptr && !map) value.Reserve(static_cast<rapidjson::SizeType>(size), *allocator_);
+    if (allocator_ != nullptr && !map && !skipping())
+      value.Reserve(static_cast<rapidjson::SizeType>(size), *allocator_);
     JsonValue* placed = place(std::move(value));
     if (placed == nullptr && !error_.empty()) return;
     if (size == 0) return item_done();
-    stack_.push_back(Frame{placed, map ? size * 2 : size, map});
+    stack_.push_back(Frame{placed, map ? size * 2 : size, map, metadata});
   }
 
  private:
   struct Frame {
-    JsonValue* container;     // null when only following the structure
+    JsonValue* container;     // null when only following the structure (or dropping a value)
     std::uint64_t remaining;  // entries left (a map's keys and values each count one)
     bool map;
+    bool metadata = false;    // a map placed under the key "metadata"
+    bool drop_value = false;  // the value of the current key is not built
     JsonValue key{};
   };
+
+  bool skipping() const { return !stack_.empty() && stack_.back().container == nullptr; }
 
   void fail(std::string message) {
     if (error_.empty()) error_ = std::move(message);
@@ -127,9 +138,13 @@ class Builder {
     if (!error_.empty()) return;
     if (!stack_.empty() && stack_.back().map && stack_.back().remaining % 2 == 0) {
       // A key.
+      Frame& frame = stack_.back();
       if (allocator_ != nullptr && !value.IsString()) return fail("a map key that is not a string");
-      stack_.back().key = std::move(value);
-      --stack_.back().remaining;
+      frame.key = std::move(value);
+      frame.drop_value =
+          drop_managed_fields_ && frame.metadata && frame.container != nullptr &&
+          std::string_view(frame.key.GetString(), frame.key.GetStringLength()) == "managedFields";
+      --frame.remaining;
       tag_ = 0;
       return;
     }
@@ -151,6 +166,10 @@ class Builder {
       return nullptr;
     }
     if (frame.container == nullptr) return nullptr;
+    if (frame.drop_value) {
+      frame.drop_value = false;
+      return nullptr;  // a container dropped here gets a frame without one: its entries are not built
+    }
     if (frame.map) {
       frame.container->AddMember(frame.key, value, *allocator_);
       return &(frame.container->MemberEnd() - 1)->value;
@@ -174,6 +193,7 @@ class Builder {
 
   JsonAllocator* allocator_;
   JsonValue* root_;
+  bool drop_managed_fields_;
   std::vector<Frame> stack_;
   std::uint64_t tag_ = 0;
   std::size_t bytes_left_ = 0;
@@ -244,8 +264,9 @@ Outcome run(std::string_view bytes, Builder& builder, std::size_t& consumed, std
   return Outcome::Complete;
 }
 
-Result<void> decode_into(std::string_view bytes, JsonAllocator& allocator, JsonValue& root) {
-  Builder builder(&allocator, &root);
+Result<void> decode_into(std::string_view bytes, JsonAllocator& allocator, JsonValue& root,
+                         bool drop_managed_fields = false) {
+  Builder builder(&allocator, &root, drop_managed_fields);
   std::size_t consumed = 0;
   std::string error;
   switch (run(bytes, builder, consumed, error)) {
@@ -278,11 +299,11 @@ Result<rapidjson::Document> decode_cbor_document(std::string_view bytes) {
   return document;
 }
 
-Result<Object> decode_cbor_object(std::string_view bytes) {
+Result<Object> decode_cbor_object(std::string_view bytes, bool drop_managed_fields) {
   // Built in this thread's scratch pool, then copied into one of the exact size (maps grow in steps).
   ScratchPool scratch;
   JsonValue root;
-  auto decoded = decode_into(bytes, scratch.allocator(), root);
+  auto decoded = decode_into(bytes, scratch.allocator(), root, drop_managed_fields);
   if (!decoded) return std::move(decoded).error();
   return Object::copy_of(root);
 }

@@ -35,7 +35,8 @@ bool is_cbor_media_type(std::string_view content_type);
 
 // Exactly one data item (trailing bytes are an error).
 Result<rapidjson::Document> decode_cbor_document(std::string_view bytes);
-Result<Object> decode_cbor_object(std::string_view bytes);
+// `drop_managed_fields`: metadata.managedFields is skipped instead of built (a cache drops it anyway).
+Result<Object> decode_cbor_object(std::string_view bytes, bool drop_managed_fields = false);
 
 // The size of the first complete data item of `bytes` (a CBOR sequence, RFC 8742): nullopt while it is
 // incomplete; an Error when it is malformed (the rest of the sequence cannot be trusted).

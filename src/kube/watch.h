@@ -108,8 +108,8 @@ struct WatcherOptions {
   // flowing), before on_error reports it; not for any other end or error. For a stall counter. May be
   // empty.
   std::function<void()> on_stall;
-  // Objects that arrive in protobuf come without metadata.managedFields (a cache drops it anyway; the
-  // JSON encoding carries it either way).
+  // Objects that arrive in protobuf or CBOR come without metadata.managedFields (a cache drops it anyway;
+  // the JSON encoding carries it either way).
   bool drop_managed_fields = false;
 };
 

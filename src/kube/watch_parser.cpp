@@ -87,8 +87,8 @@ Result<WatchEvent> parse_watch_event(std::string_view line) {
   return watch_event_of(std::move(parsed).value(), line);
 }
 
-Result<WatchEvent> parse_cbor_watch_event(std::string_view item) {
-  auto decoded = decode_cbor_object(item);
+Result<WatchEvent> parse_cbor_watch_event(std::string_view item, bool drop_managed_fields) {
+  auto decoded = decode_cbor_object(item, drop_managed_fields);
   if (!decoded.ok()) return make_error(Reason::Unknown, "malformed watch event: " + decoded.error().message);
   return watch_event_of(std::move(decoded).value(), "(CBOR)");
 }
@@ -160,7 +160,7 @@ std::optional<Result<WatchEvent>> WatchParser::next_cbor_item() {
         "malformed watch event: an item is longer than " + std::to_string(maximum_line_bytes_) + " bytes"));
   }
   consumed_ += *size.value();
-  return parse_cbor_watch_event(pending.substr(0, *size.value()));
+  return parse_cbor_watch_event(pending.substr(0, *size.value()), drop_managed_fields_);
 }
 
 std::optional<Result<WatchEvent>> WatchParser::next_frame() {

@@ -55,8 +55,8 @@ class WatchParser {
  public:
   explicit WatchParser(std::size_t maximum_line_bytes = kDefaultMaximumWatchLineBytes);
 
-  // Protobuf events skip metadata.managedFields on the wire instead of building it (for a cache, which
-  // drops it anyway); JSON events keep it.
+  // Protobuf and CBOR events skip metadata.managedFields instead of building it (for a cache, which drops
+  // it anyway); JSON events keep it.
   void set_drop_managed_fields(bool drop) { drop_managed_fields_ = drop; }
 
   // The encoding of what follows; reset() keeps it.
@@ -93,7 +93,7 @@ class WatchParser {
 // Parses one line (without its newline) of a JSON watch body.
 Result<WatchEvent> parse_watch_event(std::string_view line);
 // Decodes one data item of a CBOR watch body.
-Result<WatchEvent> parse_cbor_watch_event(std::string_view item);
+Result<WatchEvent> parse_cbor_watch_event(std::string_view item, bool drop_managed_fields = false);
 // Decodes one frame (without its length) of a protobuf watch body.
 Result<WatchEvent> parse_protobuf_watch_event(std::string_view frame, bool drop_managed_fields = false);
 

@@ -194,3 +194,30 @@ TEST_CASE("a CBOR Status answer becomes the typed error it describes", "[kube][c
   CHECK(error.reason == myop::kube::Reason::NotFound);
   CHECK_THAT(error.message, Catch::Contains("not found"));
 }
+
+TEST_CASE("CBOR decoder can skip metadata.managedFields", "[kube][cbor]") {
+  const std::string managed = array(1) + map(2) + bytes("manager") + bytes("kubectl") + bytes("fieldsV1") +
+                              map(1) + bytes("f:spec") + map(0);
+  const std::string object = kSelfDescribed + map(2) + bytes("metadata") + map(2) + bytes("name") +
+                             bytes("web") + bytes("managedFields") + managed + bytes("spec") + map(1) +
+                             bytes("managedFields") + unsigned_int(1);
+  auto kept = decode_cbor_object(object);
+  REQUIRE(kept.ok());
+  CHECK(kept->to_json_string() ==
+        R"({"metadata":{"name":"web","managedFields":[{"manager":"kubectl","fieldsV1":{"f:spec":{}}}]},)"
+        R"("spec":{"managedFields":1}})");
+  // Only metadata's: a field of that name elsewhere is the object's own.
+  auto dropped = decode_cbor_object(object, /*drop_managed_fields=*/true);
+  REQUIRE(dropped.ok());
+  CHECK(dropped->to_json_string() == R"({"metadata":{"name":"web"},"spec":{"managedFields":1}})");
+
+  WatchParser parser;
+  parser.set_encoding(WatchEncoding::Cbor);
+  parser.set_drop_managed_fields(true);
+  parser.append(kSelfDescribed + map(2) + bytes("type") + bytes("ADDED") + bytes("object") + object);
+  auto event = parser.next();
+  REQUIRE(event.has_value());
+  REQUIRE(event->ok());
+  CHECK(event->value().object.to_json_string() ==
+        R"({"metadata":{"name":"web"},"spec":{"managedFields":1}})");
+}
