@@ -143,18 +143,26 @@ std::optional<Result<WatchEvent>> WatchParser::next() {
 }
 
 std::optional<Result<WatchEvent>> WatchParser::next_cbor_item() {
+  if (cbor_broken_) {
+    // Nothing after a malformed item can be trusted (a sequence has no resynchronisation point): the
+    // rest is dropped until reset(), for the caller to reconnect.
+    consumed_ = buffer_.size();
+    return std::nullopt;
+  }
   const std::string_view pending = std::string_view(buffer_).substr(consumed_);
   if (pending.empty()) return std::nullopt;
   // A sequence says nowhere how long an item is but in its own heads: find its end first (no tree).
   // An item is re-scanned as its chunks arrive; items are small next to the chunks.
   auto size = cbor_item_size(pending.substr(0, std::min(pending.size(), maximum_line_bytes_ + 1)));
   if (!size.ok()) {
-    consumed_ = buffer_.size();  // nothing after a malformed item can be trusted: the caller reconnects
+    consumed_ = buffer_.size();
+    cbor_broken_ = true;
     return Result<WatchEvent>(make_error(Reason::Unknown, "malformed watch event: " + size.error().message));
   }
   if (!size.value()) {
     if (pending.size() <= maximum_line_bytes_) return std::nullopt;
     consumed_ = buffer_.size();
+    cbor_broken_ = true;
     return Result<WatchEvent>(make_error(
         Reason::Unknown,
         "malformed watch event: an item is longer than " + std::to_string(maximum_line_bytes_) + " bytes"));
@@ -228,6 +236,7 @@ void WatchParser::reset() {
   scanned_to_ = 0;
   discarding_long_line_ = false;
   frame_bytes_to_discard_ = 0;
+  cbor_broken_ = false;
 }
 
 }  // namespace myop::kube

@@ -84,6 +84,7 @@ class WatchParser {
   WatchEncoding encoding_ = WatchEncoding::Json;
   std::size_t frame_bytes_to_discard_ = 0;  // protobuf: what is left of an over-long frame
   bool drop_managed_fields_ = false;
+  bool cbor_broken_ = false;  // a malformed CBOR item was seen: everything until reset() is dropped
 
   std::optional<Result<WatchEvent>> next_line();
   std::optional<Result<WatchEvent>> next_frame();

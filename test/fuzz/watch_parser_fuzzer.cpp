@@ -1,12 +1,14 @@
 // libFuzzer target: the watch-stream parser and the object helpers behind it.
 //
-// Input: one byte that picks how the rest is cut into chunks, then the body of a watch response.
+// Input: one byte that picks how the rest is cut into chunks and, in its top two bits, the encoding
+// (JSON lines, protobuf frames, a CBOR sequence), then the body of a watch response.
 // Beyond "no crash, no sanitizer report" it checks properties a user relies on:
 //   - cutting the stream differently never changes the events (the parser is incremental),
 //   - a deep copy serializes like the original,
 //   - canonical_json is a fixed point and canonical_equal agrees with it,
 //   - applying create_merge_patch(a, b) to a gives b (minus nulls, which merge patch cannot express).
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -86,6 +88,10 @@ void check_object(const Object& object) {
 
 std::vector<std::string> parse_in_chunks(std::string_view stream, std::uint8_t cut_seed, bool whole) {
   myop::kube::WatchParser parser(4096);
+  static constexpr std::array<myop::kube::WatchEncoding, 4> kEncodings{
+      myop::kube::WatchEncoding::Json, myop::kube::WatchEncoding::Protobuf, myop::kube::WatchEncoding::Cbor,
+      myop::kube::WatchEncoding::Json};
+  parser.set_encoding(kEncodings[cut_seed >> 6U]);
   std::vector<std::string> results;
   auto drain = [&] {
     while (auto item = parser.next()) {

@@ -327,7 +327,8 @@ TEST_CASE("waiting for a CRD that does not exist times out with a reason", "[int
 TEST_CASE("the raw watch stream delivers events as chunks and stops on request",
           "[integration][kube][client][stream]") {
   myop::testenv::ScopedNamespace ns("kube-stream");
-  Client client = admin_client();
+  // The body as JSON lines (a default client asks for protobuf for ConfigMaps: kube/protobuf.h).
+  Client client(transport_for(admin_config()), "myop-integration", ClientOptions{WireFormat::Json});
   const auto type = resources::config_maps();
   auto listed = client.list(type, ns.name());
   REQUIRE(listed.ok());

@@ -273,6 +273,10 @@ TEST_CASE("a watch stream delivers ADDED, MODIFIED, DELETED and BOOKMARK", "[kub
       watch_options.allow_bookmarks = true;
       watch_options.timeout_seconds = 15;  // the server ends it
       WatchParser parser;
+      // Protobuf for ConfigMaps (the client asks for it), JSON were the server to answer JSON.
+      watch_options.stream.on_open = [&parser](std::string_view content_type) {
+        parser.set_encoding(watch_encoding_of(content_type));
+      };
       auto ended = client.watch(
           resources::config_maps(), ns.name(), watch_options,
           [&](std::string_view chunk) {
@@ -347,6 +351,9 @@ TEST_CASE("the body bytes of responses and watch streams reach the metrics obser
   WatchParser parser;
   WatchOptions watch_options;
   watch_options.resource_version = "0";
+  watch_options.stream.on_open = [&parser](std::string_view content_type) {
+    parser.set_encoding(watch_encoding_of(content_type));
+  };
   auto ended = client.watch(resources::config_maps(), ns.name(), watch_options, [&](std::string_view chunk) {
     seen_by_handler += chunk.size();
     parser.append(chunk);

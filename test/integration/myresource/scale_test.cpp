@@ -10,6 +10,7 @@
 #include <set>
 #include <thread>
 
+#include "kube/canonical_json.h"
 #include "myresource/cluster_listing.h"
 #include "myresource/operator_process.h"
 #include "myresource/types.h"
@@ -41,8 +42,9 @@ int in_parallel(int count, const std::function<bool(int)>& work) {
   return failures;
 }
 
+// Canonical: a MyResource read as CBOR has its members in the encoder's order (shuffled, for answers).
 std::string env_json(const rapidjson::Value* env) {
-  return env == nullptr ? "[]" : kube::to_json_string(*env);
+  return env == nullptr ? "[]" : kube::canonical_json(*env);
 }
 
 }  // namespace
