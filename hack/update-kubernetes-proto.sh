@@ -36,10 +36,10 @@ declare -A dirs
 dirs[api]=$(module_dir api)
 dirs[apimachinery]=$(module_dir apimachinery)
 
-# Anonymous struct fields with an empty or inline json tag and a protobuf tag, in the types.go of each
-# package (TypeMeta has no protobuf tag: it is the envelope's).
-inline_fields() {
-  local path module package
+# Runs an awk program over the types*.go of every package, with `package` (the protobuf package) and
+# `type` (the Go struct a line is in; "" outside one) set for its field rules; prints its sorted output.
+struct_fields() {
+  local program=$1 path module package
   for path in "${files[@]}"; do
     module=${path%%/*}
     package="k8s.io.$module.${path#*/}"
@@ -50,37 +50,32 @@ inline_fields() {
       awk -v package="$package" '
         /^type [A-Za-z0-9_]+ struct \{/ { type = $2 }
         /^}/ { type = "" }
-        type != "" && /^\t\*?[A-Z][A-Za-z0-9_]*[ \t]+`json:"(,inline)?"[^`]*protobuf:"[a-z0-9]+,[0-9]+/ {
-          match($0, /protobuf:"[a-z0-9]+,[0-9]+/)
-          tag = substr($0, RSTART, RLENGTH); sub(/.*,/, "", tag)
-          print package "." type " " tag
-        }' "$go_file"
+        '"$program" "$go_file"
     done
   done | LC_ALL=C sort
 }
 
+# Anonymous struct fields with an empty or inline json tag and a protobuf tag (TypeMeta has none: it is
+# the envelope's).
+inline_fields() {
+  struct_fields '
+    type != "" && /^\t\*?[A-Z][A-Za-z0-9_]*[ \t]+`json:"(,inline)?"[^`]*protobuf:"[a-z0-9]+,[0-9]+/ {
+      match($0, /protobuf:"[a-z0-9]+,[0-9]+/)
+      tag = substr($0, RSTART, RLENGTH); sub(/.*,/, "", tag)
+      print package "." type " " tag
+    }'
+}
+
 # Named fields that are not pointers, slices or maps, whose json tag has omitempty or omitzero.
 omit_empty_fields() {
-  local path module package
-  for path in "${files[@]}"; do
-    module=${path%%/*}
-    package="k8s.io.$module.${path#*/}"
-    [ "$module" = api ] && package="k8s.io.api.${path#api/}"
-    package=${package//\//.}
-    for go_file in "${dirs[$module]}/${path#*/}"/types*.go; do
-      [ -e "$go_file" ] || continue
-      awk -v package="$package" '
-        /^type [A-Za-z0-9_]+ struct \{/ { type = $2 }
-        /^}/ { type = "" }
-        type != "" && /^\t[A-Z][A-Za-z0-9_]*[ \t]+[^ \t`]+[ \t]+`json:"[^"]*(omitempty|omitzero)[^"]*"[^`]*protobuf:"[a-z0-9]+,[0-9]+/ {
-          field_type = $2
-          if (field_type ~ /^(\*|\[\]|map\[)/) next
-          match($0, /protobuf:"[a-z0-9]+,[0-9]+/)
-          tag = substr($0, RSTART, RLENGTH); sub(/.*,/, "", tag)
-          print package "." type " " tag " " ($0 ~ /json:"[^"]*omitzero/ ? "omitzero" : "omitempty")
-        }' "$go_file"
-    done
-  done | LC_ALL=C sort
+  struct_fields '
+    type != "" && /^\t[A-Z][A-Za-z0-9_]*[ \t]+[^ \t`]+[ \t]+`json:"[^"]*(omitempty|omitzero)[^"]*"[^`]*protobuf:"[a-z0-9]+,[0-9]+/ {
+      field_type = $2
+      if (field_type ~ /^(\*|\[\]|map\[)/) next
+      match($0, /protobuf:"[a-z0-9]+,[0-9]+/)
+      tag = substr($0, RSTART, RLENGTH); sub(/.*,/, "", tag)
+      print package "." type " " tag " " ($0 ~ /json:"[^"]*omitzero/ ? "omitzero" : "omitempty")
+    }'
 }
 
 status=0
