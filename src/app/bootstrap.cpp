@@ -19,7 +19,6 @@
 #include "myresource/types.h"
 #include "runtime/election/leader_election.h"
 #include "runtime/http/metrics_authorizer.h"
-#include "runtime/manager/heap_trimmer.h"
 #include "runtime/migration/storage_migration.h"
 #include "trace/otlp_http_exporter.h"
 #include "version.h"
@@ -232,12 +231,6 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
     manager.sharding = sharding;
   }
   auto built = std::make_unique<runtime::Manager>(std::move(manager));
-  runtime::HeapTrimmerOptions heap;
-  heap.period = options.heap_trim_period;
-  heap.registry = registry;
-  heap.metrics_prefix = "myoperator_heap";
-  heap.clock = built->clock();
-  if (auto trimmer = runtime::make_heap_trimmer(heap)) built->add_runnable(std::move(trimmer));
   if (options.migrate_storage && options.namespaces.empty() && !options.webhook_only) {
     runtime::StorageVersionMigratorOptions migration;
     migration.client = client;

@@ -69,7 +69,6 @@ struct DurationFlags {
   std::string resync_period = "10h";
   std::string orphan_sweep_period = "5m";
   std::string watch_stall_timeout = "90s";
-  std::string heap_trim_period = "10s";
   std::string storage_migration_interval = "10m";
   std::string storage_migration_retry_interval = "30s";
   std::string webhook_cert_validity = "8760h";
@@ -137,10 +136,6 @@ void define_flags(CLI::App& app, Options& options, DurationFlags& durations) {
   add("watch-stall-timeout", durations.watch_stall_timeout,
       "A watch with no event and no bookmark for this long is taken as stalled and reconnected, e.g. 90s; "
       "at least 65s, above the API server's one-minute bookmark interval");
-  add("heap-trim-period", durations.heap_trim_period,
-      "How often malloc's free bytes are looked at; when a storm freed 4 MiB or more since the last trim, "
-      "the "
-      "free pages go back to the kernel (malloc_trim), e.g. 10s; 0s never trims");
   add("migrate-storage", options.migrate_storage,
       "While leading, rewrite MyResources stored in an older API version into the CRD's storage version "
       "(one no-op write each, rate-limited), then trim the CRD's status.storedVersions; only when watching "
@@ -246,7 +241,6 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       throw CLI::ValidationError("--orphan-sweep-period", "must be at least 1s");
     }
     options.watch_stall_timeout = duration("--watch-stall-timeout", durations.watch_stall_timeout);
-    options.heap_trim_period = duration("--heap-trim-period", durations.heap_trim_period);
     if (!(options.storage_migration_qps > 0))
       throw CLI::ValidationError("--storage-migration-qps", "must be more than 0");
     options.storage_migration_interval =

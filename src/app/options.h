@@ -43,8 +43,6 @@ struct Options {
   // A watch silent this long (no event, no bookmark) is taken as stalled and reconnected; above the API
   // server's one-minute bookmark interval (kube/watch.h).
   std::chrono::seconds watch_stall_timeout = std::chrono::seconds(90);
-  // How often the heap trimmer looks at malloc's free bytes (runtime/manager/heap_trimmer.h); 0: never.
-  std::chrono::seconds heap_trim_period = std::chrono::seconds(10);
   // The conversion webhook (HTTPS, POST /convert): "0" disables it. Its certificate is read from
   // webhook_cert_dir (tls.crt, tls.key; cert-manager or a mounted Secret, reloaded when it changes),
   // else managed by the operator in the Secret webhook_secret of the operator's namespace: a CA and a

@@ -15,8 +15,8 @@
 //   (retry()): no exception escapes the thread.
 // - Failures in a row grow the retry wait as `retry` says (base/backoff.h); ok() starts it over.
 //
-// The orphan sweep, the heap trimmer, the storage migration, the webhook certificates, the certificate file
-// watcher, the Lease renewals and the shard coordinator's work run on it; LeaseWatchdog (runtime/
+// The orphan sweep, the storage migration, the webhook certificates, the certificate file watcher,
+// the Lease renewals and the shard coordinator's work run on it; LeaseWatchdog (runtime/
 // lease_watchdog.h) too. Tests: test/unit/runtime/manager/periodic_runner_test.cpp.
 #include <condition_variable>
 #include <functional>
