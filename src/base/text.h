@@ -14,6 +14,12 @@ inline std::string_view trim(std::string_view text) {
   return text;
 }
 
+// A Content-Type's media type without its parameters and white space: "application/cbor-seq" of
+// "application/cbor-seq; charset=x". Compared as the API server writes them (lower case).
+inline std::string_view media_type(std::string_view content_type) {
+  return trim(content_type.substr(0, content_type.find(';')));
+}
+
 // RFC 3986 percent-encoding: every byte but the unreserved ones (A-Z a-z 0-9 - . _ ~) and those of
 // `also_kept` becomes %XX (upper-case hex). A query's names and values keep nothing more; a path
 // segment may keep ":@" (pchar), as Kubernetes names of RBAC objects ("system:node:a") are sent.

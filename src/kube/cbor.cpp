@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "base/base64.h"
+#include "base/text.h"
 #include "kube/json_parser.h"
 
 namespace myop::kube {
@@ -287,8 +288,7 @@ Result<void> decode_into(std::string_view bytes, JsonAllocator& allocator, JsonV
 }  // namespace
 
 bool is_cbor_media_type(std::string_view content_type) {
-  std::string_view type = content_type.substr(0, content_type.find(';'));
-  while (!type.empty() && type.back() == ' ') type.remove_suffix(1);
+  const std::string_view type = base::media_type(content_type);
   return type == kCborMediaType || type == "application/cbor-seq";
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/base64.h"
+#include "base/text.h"
 #include "base/time_format.h"
 #include "kube/json_parser.h"
 
@@ -727,10 +728,7 @@ Result<std::pair<Envelope, const MessagePlan*>> open_envelope(std::string_view b
 }  // namespace
 
 bool is_protobuf_media_type(std::string_view content_type) {
-  const std::size_t end = content_type.find(';');
-  std::string_view type = content_type.substr(0, end);
-  while (!type.empty() && type.back() == ' ') type.remove_suffix(1);
-  return type == kProtobufMediaType;
+  return base::media_type(content_type) == kProtobufMediaType;
 }
 
 bool protobuf_schema_known(std::string_view api_version, std::string_view kind) {

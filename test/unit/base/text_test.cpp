@@ -12,6 +12,15 @@ TEST_CASE("trim removes leading and trailing white space only", "[base][text]") 
   CHECK(trim("").empty());
 }
 
+TEST_CASE("media_type is a Content-Type without its parameters", "[base][text]") {
+  using myop::base::media_type;
+  CHECK(media_type("application/json") == "application/json");
+  CHECK(media_type("application/vnd.kubernetes.protobuf;stream=watch") ==
+        "application/vnd.kubernetes.protobuf");
+  CHECK(media_type(" application/cbor-seq ; charset=x") == "application/cbor-seq");
+  CHECK(media_type("").empty());
+}
+
 TEST_CASE("percent_encode keeps the unreserved characters and encodes every other byte", "[base][text]") {
   using myop::base::percent_encode;
   CHECK(percent_encode("AZaz09-._~") == "AZaz09-._~");

@@ -8,6 +8,7 @@
 #include "kube/errors.h"
 #include "kube/object.h"
 #include "kube/watch_parser.h"
+#include "support/watch_chunks.h"
 
 using myop::kube::cbor_item_size;
 using myop::kube::decode_cbor_document;
@@ -150,19 +151,11 @@ TEST_CASE("watch parser reads a CBOR sequence cut anywhere", "[kube][cbor][watch
     INFO("chunks of " << chunk);
     WatchParser parser;
     parser.set_encoding(WatchEncoding::Cbor);
-    std::vector<std::string> seen;
-    for (std::size_t at = 0; at < stream.size(); at += chunk) {
-      parser.append(std::string_view(stream).substr(at, chunk));
-      while (auto item = parser.next()) {
-        if (!item->ok()) {
-          seen.push_back("error " + std::string(myop::kube::reason_name(item->error().reason)));
-          continue;
-        }
-        seen.push_back(std::string(myop::kube::watch_event_type_name(item->value().type)) + " " +
-                       std::string(item->value().resource_version()) + " " +
-                       myop::kube::string_at(item->value().object.json(), {"spec", "image"}));
-      }
-    }
+    const auto seen = myop::testing::parse_in_chunks(parser, stream, chunk, [](const auto& event) {
+      return std::string(myop::kube::watch_event_type_name(event.type)) + " " +
+             std::string(event.resource_version()) + " " +
+             myop::kube::string_at(event.object.json(), {"spec", "image"});
+    });
     CHECK(seen == std::vector<std::string>{"ADDED 10 a", "MODIFIED 11 b", "DELETED 12 b", "error Gone"});
     CHECK(parser.pending_bytes() == 0);
   }

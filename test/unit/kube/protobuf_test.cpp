@@ -14,6 +14,7 @@
 #include "kube/errors.h"
 #include "kube/object.h"
 #include "kube/watch_parser.h"
+#include "support/watch_chunks.h"
 
 extern const unsigned char myop_kubernetes_descriptor_set[];
 extern const std::size_t myop_kubernetes_descriptor_set_size;
@@ -398,19 +399,10 @@ TEST_CASE("watch parser reads protobuf frames cut anywhere", "[kube][protobuf][w
     INFO("chunks of " << chunk);
     WatchParser parser;
     parser.set_encoding(WatchEncoding::Protobuf);
-    std::vector<std::string> seen;
-    for (std::size_t at = 0; at < stream.size(); at += chunk) {
-      parser.append(std::string_view(stream).substr(at, chunk));
-      while (auto item = parser.next()) {
-        if (!item->ok()) {
-          seen.push_back("error " + std::string(myop::kube::reason_name(item->error().reason)));
-          continue;
-        }
-        seen.push_back(std::string(myop::kube::watch_event_type_name(item->value().type)) + " " +
-                       std::string(item->value().resource_version()) +
-                       (item->value().is_initial_events_end() ? " end" : ""));
-      }
-    }
+    const auto seen = myop::testing::parse_in_chunks(parser, stream, chunk, [](const auto& event) {
+      return std::string(myop::kube::watch_event_type_name(event.type)) + " " +
+             std::string(event.resource_version()) + (event.is_initial_events_end() ? " end" : "");
+    });
     CHECK(seen ==
           std::vector<std::string>{"ADDED 10", "BOOKMARK 12 end", "MODIFIED 13", "DELETED 14", "error Gone"});
     CHECK(parser.pending_bytes() == 0);
