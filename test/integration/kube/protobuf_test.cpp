@@ -11,10 +11,12 @@
 #include "kube/protobuf.h"
 #include "kube/watch_parser.h"
 #include "kube_test_support.h"
+#include "support/runtime_test_support.h"
 
 using namespace myop::kube;
 using namespace myop::kube::testing;
 using namespace std::chrono_literals;
+using myop::runtime::testing::eventually;
 
 namespace {
 
@@ -111,16 +113,17 @@ TEST_CASE("protobuf and JSON reads of built-in kinds decode to the same objects"
 
     // The same version both ways: the deployment controller writes the Deployment's status meanwhile,
     // so read again until the two reads land on one resourceVersion.
-    auto as_json = json.get(c.type, ns.name(), c.name);
-    auto as_protobuf = protobuf.get(c.type, ns.name(), c.name);
-    for (int attempt = 0; attempt < 50 && as_json.ok() && as_protobuf.ok() &&
-                          string_at(as_json.value(), {"metadata", "resourceVersion"}) !=
-                              string_at(as_protobuf.value(), {"metadata", "resourceVersion"});
-         ++attempt) {
-      std::this_thread::sleep_for(100ms);
-      as_json = json.get(c.type, ns.name(), c.name);
-      as_protobuf = protobuf.get(c.type, ns.name(), c.name);
-    }
+    Result<rapidjson::Document> as_json = make_error(Reason::Unknown, "not read");
+    Result<rapidjson::Document> as_protobuf = make_error(Reason::Unknown, "not read");
+    eventually(
+        [&] {
+          as_json = json.get(c.type, ns.name(), c.name);
+          as_protobuf = protobuf.get(c.type, ns.name(), c.name);
+          return !as_json.ok() || !as_protobuf.ok() ||
+                 string_at(as_json.value(), {"metadata", "resourceVersion"}) ==
+                     string_at(as_protobuf.value(), {"metadata", "resourceVersion"});
+        },
+        5s);
     REQUIRE(as_json.ok());
     INFO((as_protobuf ? std::string() : as_protobuf.error().to_string()));
     REQUIRE(as_protobuf.ok());
@@ -152,13 +155,15 @@ TEST_CASE("protobuf and JSON reads of built-in kinds decode to the same objects"
                  string_at(item, {"metadata", "resourceVersion"}) + " ";
     return names;
   };
-  auto json_list = json.list(resources::config_maps(), ns.name(), page);
-  auto protobuf_list = protobuf.list(resources::config_maps(), ns.name(), page);
-  for (int attempt = 0; attempt < 50 && versions(json_list) != versions(protobuf_list); ++attempt) {
-    std::this_thread::sleep_for(100ms);
-    json_list = json.list(resources::config_maps(), ns.name(), page);
-    protobuf_list = protobuf.list(resources::config_maps(), ns.name(), page);
-  }
+  Result<rapidjson::Document> json_list = make_error(Reason::Unknown, "not read");
+  Result<rapidjson::Document> protobuf_list = make_error(Reason::Unknown, "not read");
+  eventually(
+      [&] {
+        json_list = json.list(resources::config_maps(), ns.name(), page);
+        protobuf_list = protobuf.list(resources::config_maps(), ns.name(), page);
+        return versions(json_list) == versions(protobuf_list);
+      },
+      5s);
   REQUIRE(json_list.ok());
   REQUIRE(protobuf_list.ok());
   CHECK(string_at(protobuf_list.value(), {"kind"}) == "ConfigMapList");
