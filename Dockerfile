@@ -8,7 +8,7 @@
 # The Debian packages of the shared libraries my-operator links (ldd). The build stage
 # fails if the binary needs a library outside this list, and
 # test/integration/packaging/dockerfile_test.cpp checks the list against ldd of the build.
-ARG RUNTIME_PACKAGES="libc6 libgcc-s1 libstdc++6 libssl3 zlib1g libzstd1 libbrotli1 libcpprest2.10 \
+ARG RUNTIME_PACKAGES="libc6 libgcc-s1 libstdc++6 libssl3 zlib1g libzstd1 \
   libspdlog1.10 libfmt9 libyaml-cpp0.7 libprometheus-cpp-core1.0 libprometheus-cpp-pull1.0 \
   libcivetweb1 libprotobuf32 libcbor0.8 ca-certificates"
 
@@ -17,7 +17,7 @@ ARG RUNTIME_PACKAGES
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       g++ cmake ninja-build pkg-config \
-      libcpprest-dev rapidjson-dev libspdlog-dev prometheus-cpp-dev libcli11-dev catch2 \
+      libboost-dev rapidjson-dev libspdlog-dev prometheus-cpp-dev libcli11-dev catch2 \
       libssl-dev libyaml-cpp-dev libzstd-dev libprotobuf-dev protobuf-compiler libcbor-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

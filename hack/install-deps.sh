@@ -4,7 +4,7 @@
 set -euo pipefail
 packages=(
   g++ cmake ninja-build make pkg-config ccache
-  libcpprest-dev rapidjson-dev libspdlog-dev prometheus-cpp-dev libcli11-dev catch2
+  libboost-dev rapidjson-dev libspdlog-dev prometheus-cpp-dev libcli11-dev catch2
   libssl-dev libyaml-cpp-dev libzstd-dev libprotobuf-dev protobuf-compiler libcbor-dev
   openssl curl python3 python3-venv lua5.1 strace clang libclang-rt-14-dev clang-format-14 clang-tidy-14
   prometheus redis-server

@@ -1,67 +1,260 @@
 #include "trace/otlp_http_exporter.h"
 
-// cpprestsdk's U() macro breaks fmt's templates (spdlog) that come after it; we do not use it.
-#define _TURN_OFF_PLATFORM_STRING  // NOLINT(bugprone-reserved-identifier)
-#include <cpprest/http_client.h>
-#include <pplx/threadpool.h>
+#include <openssl/ssl.h>
 #include <spdlog/spdlog.h>
 
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/address.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl/context.hpp>
+#include <boost/asio/ssl/host_name_verification.hpp>
+#include <boost/asio/ssl/stream.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http/empty_body.hpp>
+#include <boost/beast/http/parser.hpp>
+#include <boost/beast/http/read.hpp>
+#include <boost/beast/http/string_body.hpp>
+#include <boost/beast/http/write.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
+#include <cstdint>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
 
 namespace myop::trace {
 namespace {
 
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using boost::system::error_code;
+using Clock = std::chrono::steady_clock;
+
+// The collector's answer is read only for its status; a bigger body than this fails the export.
+constexpr std::uint64_t kMaximumAnswerBytes = 1 << 20;
+
+// Where the spans go, from otlp_traces_url's URL.
+struct Target {
+  bool tls = false;
+  std::string host;  // a name, or an IP literal (IPv6 without its brackets)
+  std::string port;
+  std::string host_header;
+  std::string path;  // "/v1/traces", or longer
+};
+
+std::optional<Target> parse_target(const std::string& url) {
+  Target target;
+  const auto scheme_end = url.find("://");
+  target.tls = url.compare(0, scheme_end, "https") == 0;
+  const std::string rest = url.substr(scheme_end + 3);
+  const auto path_start = rest.find('/');
+  const std::string authority = rest.substr(0, path_start);
+  target.path = path_start == std::string::npos ? "/" : rest.substr(path_start);
+  target.host_header = authority;
+  std::string port;
+  if (!authority.empty() && authority.front() == '[') {
+    const auto close = authority.find(']');
+    if (close == std::string::npos) return std::nullopt;
+    target.host = authority.substr(1, close - 1);
+    if (close + 1 < authority.size()) {
+      if (authority[close + 1] != ':') return std::nullopt;
+      port = authority.substr(close + 2);
+    }
+  } else {
+    const auto colon = authority.rfind(':');
+    target.host = authority.substr(0, colon);
+    if (colon != std::string::npos) port = authority.substr(colon + 1);
+  }
+  if (target.host.empty() || authority.find('@') != std::string::npos) return std::nullopt;
+  if (port.empty()) port = target.tls ? "443" : "80";
+  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoi(port) > 65535)
+    return std::nullopt;
+  target.port = port;
+  return target;
+}
+
+bool is_ip_literal(const std::string& host) {
+  error_code error;
+  asio::ip::make_address(host, error);
+  return !error;
+}
+
+// One export: resolve, connect, (TLS handshake,) POST, read the answer, every step under one
+// deadline, as a chain of Asio operations on an io_context that only the exporting thread runs.
+// cancel() stops that context from another thread; the chain is then abandoned with it.
+template <typename Stream>
+class Exchange {
+ public:
+  Exchange(asio::io_context& io, Stream& stream, const Target& target, const std::string& user_agent,
+           const std::string& body, Clock::time_point deadline)
+      : io_(io), stream_(stream), target_(target), resolver_(io), timer_(io), deadline_(deadline) {
+    request_.method(http::verb::post);
+    request_.target(target.path);
+    request_.version(11);
+    request_.set(http::field::host, target.host_header);
+    request_.set(http::field::user_agent, user_agent);
+    request_.set(http::field::content_type, "application/json");
+    request_.keep_alive(false);
+    request_.body() = body;
+    request_.prepare_payload();
+    parser_.body_limit(kMaximumAnswerBytes);
+  }
+
+  // The answer's status, or the error that ended the exchange ("stage: message").
+  std::variant<unsigned, std::string> run() {
+    if (is_ip_literal(target_.host)) {
+      endpoints_.emplace_back(asio::ip::make_address(target_.host),
+                              static_cast<unsigned short>(std::stoi(target_.port)));
+      connect();
+    } else {
+      resolve();
+    }
+    io_.run();
+    if (!outcome_) return std::string("cancelled");
+    return *outcome_;
+  }
+
+ private:
+  beast::tcp_stream& tcp() { return beast::get_lowest_layer(stream_); }
+
+  void fail(const char* stage, const error_code& error) {
+    const bool expired = error == beast::error::timeout || Clock::now() >= deadline_;
+    outcome_ = std::string(stage) + ": " + (expired ? std::string("timed out") : error.message());
+  }
+
+  void resolve() {
+    // getaddrinfo cannot be interrupted; the deadline gives up on it.
+    timer_.expires_at(deadline_);
+    timer_.async_wait([this](const error_code& error) {
+      if (!error) resolver_.cancel();
+    });
+    resolver_.async_resolve(
+        target_.host, target_.port,
+        [this](const error_code& error, const asio::ip::tcp::resolver::results_type& results) {
+          timer_.cancel();
+          if (error) return fail("resolve", error);
+          for (const auto& entry : results) endpoints_.push_back(entry.endpoint());
+          connect();
+        });
+  }
+
+  void connect() {
+    tcp().expires_at(deadline_);
+    tcp().async_connect(endpoints_, [this](const error_code& error, const asio::ip::tcp::endpoint&) {
+      if (error) return fail("connect", error);
+      if constexpr (std::is_same_v<Stream, beast::tcp_stream>) {
+        write();
+      } else {
+        handshake();
+      }
+    });
+  }
+
+  void handshake() {
+    if constexpr (!std::is_same_v<Stream, beast::tcp_stream>) {
+      // Always verified: the chain (the system trust store) and the name.
+      if (!is_ip_literal(target_.host))
+        SSL_set_tlsext_host_name(stream_.native_handle(), target_.host.c_str());
+      stream_.set_verify_mode(asio::ssl::verify_peer);
+      stream_.set_verify_callback(asio::ssl::host_name_verification(target_.host));
+      stream_.async_handshake(asio::ssl::stream_base::client, [this](const error_code& error) {
+        if (error) return fail("TLS handshake", error);
+        write();
+      });
+    }
+  }
+
+  void write() {
+    http::async_write(stream_, request_, [this](const error_code& error, std::size_t) {
+      if (error) return fail("send", error);
+      http::async_read(stream_, buffer_, parser_, [this](const error_code& read_error, std::size_t) {
+        if (read_error) return fail("read the answer", read_error);
+        outcome_ = parser_.get().result_int();
+      });
+    });
+  }
+
+  asio::io_context& io_;
+  Stream& stream_;
+  const Target& target_;
+  asio::ip::tcp::resolver resolver_;
+  asio::steady_timer timer_;
+  Clock::time_point deadline_;
+  std::vector<asio::ip::tcp::endpoint> endpoints_;
+  http::request<http::string_body> request_;
+  beast::flat_buffer buffer_;
+  http::response_parser<http::string_body> parser_;
+  std::optional<std::variant<unsigned, std::string>> outcome_;
+};
+
 class OtlpHttpExporter final : public SpanExporter {
  public:
-  OtlpHttpExporter(const std::string& url, OtlpHttpOptions options)
-      : options_(std::move(options)), client_(utility::conversions::to_string_t(url), client_config()) {}
+  OtlpHttpExporter(Target target, OtlpHttpOptions options)
+      : target_(std::move(target)),
+        options_(std::move(options)),
+        // "<service>/<version>", as the resource names the process.
+        user_agent_(options_.resource.service_name + (options_.resource.service_version.empty()
+                                                          ? ""
+                                                          : "/" + options_.resource.service_version)) {
+    if (target_.tls) {
+      // The system trust store, loaded once: an export does not parse it again.
+      tls_.emplace(asio::ssl::context::tls_client);
+      tls_->set_default_verify_paths();
+      tls_->set_options(asio::ssl::context::no_sslv2 | asio::ssl::context::no_sslv3 |
+                        asio::ssl::context::no_tlsv1 | asio::ssl::context::no_tlsv1_1);
+    }
+  }
 
   ExportResult export_spans(const std::vector<SpanData>& spans) override {
-    web::http::http_request request(web::http::methods::POST);
-    // As bytes: set_body(std::string) reads the string through a streambuf<char> cast to
-    // streambuf<unsigned char> inside cpprestsdk, which UBSan reports (vptr); a byte vector is read as
-    // what it is.
     const std::string body = encode_otlp_json(spans, options_.resource);
-    request.headers().set_content_type("application/json");
-    request.set_body(std::vector<unsigned char>(body.begin(), body.end()));
-    pplx::cancellation_token token = pplx::cancellation_token::none();
+    const auto deadline = Clock::now() + options_.timeout;
+    asio::io_context io;
     {
       std::lock_guard lock(mutex_);
       if (cancelled_) return ExportResult::permanent_failure;
-      token = cancellation_.get_token();
+      running_ = &io;
     }
-    try {
-      // Blocking here is fine: this runs on the batch processor's own thread, not on cpprestsdk's pool.
-      web::http::http_response response = client_.request(request, token).get();
-      const auto status = response.status_code();
-      // Drain the body so the connection can be reused; OTLP's partial-success answer is not acted on.
-      response.content_ready().wait();
-      if (status >= 200 && status < 300) return ExportResult::success;
-      const bool retryable = status == 429 || status == 502 || status == 503 || status == 504;
-      report_failure("the collector answered HTTP " + std::to_string(status));
-      return retryable ? ExportResult::retryable_failure : ExportResult::permanent_failure;
-    } catch (const std::exception& error) {
-      report_failure(error.what());
+    std::variant<unsigned, std::string> outcome;
+    if (tls_) {
+      beast::ssl_stream<beast::tcp_stream> stream(io, *tls_);
+      outcome = Exchange(io, stream, target_, user_agent_, body, deadline).run();
+    } else {
+      beast::tcp_stream stream(io);
+      outcome = Exchange(io, stream, target_, user_agent_, body, deadline).run();
+    }
+    {
+      std::lock_guard lock(mutex_);
+      running_ = nullptr;
+    }
+    if (const auto* failure = std::get_if<std::string>(&outcome)) {
+      report_failure(*failure);
       return ExportResult::retryable_failure;
     }
+    // OTLP's partial-success answer is not acted on.
+    const unsigned status = std::get<unsigned>(outcome);
+    if (status >= 200 && status < 300) return ExportResult::success;
+    report_failure("the collector answered HTTP " + std::to_string(status));
+    const bool retryable = status == 429 || status == 502 || status == 503 || status == 504;
+    return retryable ? ExportResult::retryable_failure : ExportResult::permanent_failure;
   }
 
   void cancel() override {
     std::lock_guard lock(mutex_);
     cancelled_ = true;
-    cancellation_.cancel();
+    if (running_ != nullptr) running_->stop();
   }
 
  private:
-  web::http::client::http_client_config client_config() const {
-    web::http::client::http_client_config config;
-    config.set_timeout(options_.timeout);
-    return config;
-  }
-
   void report_failure(const std::string& reason) {
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = Clock::now();
     if (last_report_ && now - *last_report_ < std::chrono::minutes(1)) return;
     last_report_ = now;
     spdlog::warn(
@@ -70,11 +263,13 @@ class OtlpHttpExporter final : public SpanExporter {
         options_.endpoint, reason);
   }
 
+  const Target target_;
   const OtlpHttpOptions options_;
-  web::http::client::http_client client_;
-  std::optional<std::chrono::steady_clock::time_point> last_report_;  // the export thread's only
+  const std::string user_agent_;
+  std::optional<asio::ssl::context> tls_;
+  std::optional<Clock::time_point> last_report_;  // the export thread's only
   std::mutex mutex_;
-  pplx::cancellation_token_source cancellation_;
+  asio::io_context* running_ = nullptr;  // the export in flight, which cancel() stops
   bool cancelled_ = false;
 };
 
@@ -98,23 +293,14 @@ std::optional<std::string> otlp_traces_url(const std::string& endpoint) {
 
 std::shared_ptr<SpanExporter> make_otlp_http_exporter(OtlpHttpOptions options) {
   auto url = otlp_traces_url(options.endpoint);
-  if (!url)
+  auto target = url ? parse_target(*url) : std::nullopt;
+  if (!target)
     throw std::invalid_argument("'" + options.endpoint +
                                 "' is not an OTLP/HTTP endpoint such as http://otel-collector:4318");
   if (options.resource.service_name.empty() || options.resource.scope_name.empty())
     throw std::invalid_argument(
         "OtlpHttpOptions: resource.service_name and resource.scope_name are required");
-  // cpprestsdk's shared pool (nothing else in the process uses it) would start 40 threads on first
-  // use; one export at a time needs two. It can be sized only before that first use, hence once.
-  static std::once_flag pool_sized;
-  std::call_once(pool_sized, [] {
-    try {
-      crossplat::threadpool::initialize_with_threads(2);
-    } catch (const std::exception&) {
-      // Already started by someone else: its size stands.
-    }
-  });
-  return std::make_shared<OtlpHttpExporter>(*url, std::move(options));
+  return std::make_shared<OtlpHttpExporter>(std::move(*target), std::move(options));
 }
 
 }  // namespace myop::trace

@@ -1,8 +1,11 @@
 #pragma once
 // OTLP over HTTP with the JSON encoding (POST <endpoint>/v1/traces, Content-Type application/json),
-// on cpprestsdk: there is no OpenTelemetry C++ SDK among the packages we build with.
+// on Boost.Beast: there is no OpenTelemetry C++ SDK among the packages we build with.
 //
-// Each export is one request with a deadline (`timeout`, connection included). A connection failure,
+// Each export is one connection and one request with a deadline (`timeout`, resolving and connecting
+// included), run on the calling thread (the batch processor's); cancel() ends one in flight. An
+// https:// endpoint is verified against the system trust store (loaded once, when the exporter is
+// made) and by its host name. A connection failure, a TLS failure,
 // a timeout, 429, 502, 503 and 504 are retryable (the OTLP specification's list); any other non-2xx
 // is permanent. The caller (BatchSpanProcessor) decides about retries and counts the losses; failures
 // are logged at most once a minute so a collector that is down does not flood the log.

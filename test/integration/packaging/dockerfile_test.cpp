@@ -82,7 +82,7 @@ TEST_CASE("packaging: the Dockerfile builds in Debian 12 and runs slim as uid 65
   CHECK(stages[0] == "debian:12");
   CHECK(stages[1] == "debian:12-slim");
   CHECK(text.find("-DBUILD_TESTING=OFF") != std::string::npos);
-  for (const char* dev_package : {"libcpprest-dev", "rapidjson-dev", "libspdlog-dev", "prometheus-cpp-dev",
+  for (const char* dev_package : {"libboost-dev", "rapidjson-dev", "libspdlog-dev", "prometheus-cpp-dev",
                                   "libcli11-dev", "libssl-dev", "libyaml-cpp-dev", "libzstd-dev"}) {
     INFO(dev_package);
     CHECK(text.find(dev_package) != std::string::npos);

@@ -6,6 +6,16 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+#include "runtime/certificates/tls_certificate.h"
+#include "runtime/certificates/tls_context_provider.h"
+#include "runtime/http/http_server.h"
+
 using namespace myop::trace;
 using namespace std::chrono_literals;
 
@@ -69,6 +79,15 @@ TEST_CASE("OTLP/HTTP endpoint: /v1/traces appended to a base URL and not a URL i
   CHECK_FALSE(otlp_traces_url("http://"));
   CHECK_FALSE(otlp_traces_url("http:///v1/traces"));
   CHECK_THROWS_AS(make_otlp_http_exporter({"collector:4318", 1s, {}}), std::invalid_argument);
+  // The URL's authority must be a host and a port the exporter can connect to.
+  const ResourceInfo resource{"test-operator", "", "test-operator/trace"};
+  CHECK(make_otlp_http_exporter({"http://[::1]:4318", 1s, resource}));
+  CHECK(make_otlp_http_exporter({"https://collector.example", 1s, resource}));
+  CHECK_THROWS_AS(make_otlp_http_exporter({"http://collector:99999", 1s, resource}), std::invalid_argument);
+  CHECK_THROWS_AS(make_otlp_http_exporter({"http://collector:43a8", 1s, resource}), std::invalid_argument);
+  CHECK_THROWS_AS(make_otlp_http_exporter({"http://user:pw@collector:4318", 1s, resource}),
+                  std::invalid_argument);
+  CHECK_THROWS_AS(make_otlp_http_exporter({"http://[::1:4318", 1s, resource}), std::invalid_argument);
 }
 
 TEST_CASE("OTLP/HTTP exporter: a collector that is down costs spans, counted, never the caller's time",
@@ -113,4 +132,106 @@ TEST_CASE("OTLP/HTTP exporter: while an export hangs, submitting returns and the
   counts = processor.counts();
   CHECK(counts.exported == 0);
   CHECK(counts.dropped_queue_full + counts.dropped_shutdown + counts.dropped_export_failed == 1001);
+}
+
+namespace {
+
+// A collector on 127.0.0.1 (our HTTP server): answers POST /v1/traces with `status` and keeps what
+// it was sent.
+struct Collector {
+  myop::runtime::HttpServer server{"collector"};
+  std::atomic<unsigned> status{200};
+  std::mutex mutex;
+  std::vector<myop::runtime::HttpRequest> received;
+
+  explicit Collector(std::shared_ptr<myop::runtime::TlsContextProvider> tls = nullptr) {
+    if (tls) server.serve_tls(std::move(tls));
+    server.handle_post("/v1/traces", [this](const myop::runtime::HttpRequest& request) {
+      std::lock_guard lock(mutex);
+      received.push_back(request);
+      return myop::runtime::HttpResponse{status.load(), "application/json", "{}"};
+    });
+    REQUIRE(server.start("127.0.0.1:0").ok());
+  }
+  ~Collector() { server.stop(); }
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+
+  std::size_t count() {
+    std::lock_guard lock(mutex);
+    return received.size();
+  }
+};
+
+OtlpHttpOptions options_for(const std::string& endpoint) {
+  OtlpHttpOptions options;
+  options.resource = {"test-operator", "", "test-operator/trace"};
+  options.endpoint = endpoint;
+  options.timeout = 10s;
+  return options;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "OTLP/HTTP exporter: spans are POSTed as OTLP JSON, 2xx is success, 429/502/503/504 retryable, "
+    "other answers permanent",
+    "[trace][otlp][exporter]") {
+  Collector collector;
+  auto exporter =
+      make_otlp_http_exporter(options_for("http://127.0.0.1:" + std::to_string(collector.server.port())));
+  CHECK(exporter->export_spans({a_span()}) == ExportResult::success);
+  REQUIRE(collector.count() == 1);
+  {
+    std::lock_guard lock(collector.mutex);
+    const auto& request = collector.received.front();
+    CHECK(request.method == "POST");
+    CHECK(request.content_type == "application/json");
+    CHECK_THAT(request.body, Catch::Contains(R"("name":"reconcile")"));
+    CHECK_THAT(request.body, Catch::Contains(R"("stringValue":"test-operator")"));
+  }
+  for (const unsigned status : {429U, 502U, 503U, 504U}) {
+    collector.status = status;
+    CHECK(exporter->export_spans({a_span()}) == ExportResult::retryable_failure);
+  }
+  for (const unsigned status : {400U, 404U, 500U}) {
+    collector.status = status;
+    CHECK(exporter->export_spans({a_span()}) == ExportResult::permanent_failure);
+  }
+  collector.status = 202;
+  CHECK(exporter->export_spans({a_span()}) == ExportResult::success);
+  CHECK(collector.count() == 9);
+}
+
+TEST_CASE("OTLP/HTTP exporter over https: the collector's certificate is verified against the trust store",
+          "[trace][otlp][exporter][tls]") {
+  auto pair = myop::runtime::generate_self_signed_certificate({"localhost", "127.0.0.1"});
+  REQUIRE(pair.ok());
+  auto context = myop::runtime::make_server_tls_context(*pair);
+  REQUIRE(context.ok());
+  Collector collector(std::make_shared<myop::runtime::FixedTlsContextProvider>(*context));
+  const std::string url = "https://127.0.0.1:" + std::to_string(collector.server.port());
+
+  // A certificate made a moment ago is in no system trust store: no handshake, nothing sent.
+  auto refused = make_otlp_http_exporter(options_for(url));
+  CHECK(refused->export_spans({a_span()}) == ExportResult::retryable_failure);
+  CHECK(collector.count() == 0);
+
+  // Trusted (OpenSSL reads SSL_CERT_FILE as the system store when the exporter is made): delivered.
+  const std::string trusting = std::filesystem::temp_directory_path() / "otlp-test-trust.pem";
+  std::ofstream(trusting) << pair->certificate_pem;
+  ::setenv("SSL_CERT_FILE", trusting.c_str(), 1);
+  auto trusted = make_otlp_http_exporter(options_for(url));
+  ::unsetenv("SSL_CERT_FILE");
+  std::filesystem::remove(trusting);
+  CHECK(trusted->export_spans({a_span()}) == ExportResult::success);
+  CHECK(collector.count() == 1);
+}
+
+TEST_CASE("OTLP/HTTP exporter: an export that hangs ends at its deadline", "[trace][otlp][exporter]") {
+  SilentListener collector;
+  auto options = options_for("http://127.0.0.1:" + std::to_string(collector.port()));
+  options.timeout = 300ms;
+  auto exporter = make_otlp_http_exporter(options);
+  CHECK(exporter->export_spans({a_span()}) == ExportResult::retryable_failure);
 }
