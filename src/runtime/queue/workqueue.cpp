@@ -262,9 +262,14 @@ std::optional<WorkItem> WorkQueue::take_locked(TimePoint now) {
   Level& level = levels_[priority_index(choice->level)];
   Entry& entry = entries_.at(choice->key);
   remove_ready_locked(entry);
-  // The tenant goes to the back of the turn order.
-  if (auto tenant_queue = level.tenants.find(choice->tenant); tenant_queue != level.tenants.end()) {
-    level.turns.splice(level.turns.end(), level.turns, tenant_queue->second.turn);
+  // The cluster goes to the back of the clusters' turn order, the tenant to the back of its
+  // cluster's (each only if it still has waiting keys).
+  if (auto cluster = level.clusters.find(choice->key.cluster); cluster != level.clusters.end()) {
+    level.turns.splice(level.turns.end(), level.turns, cluster->second.turn);
+    ClusterQueue& tenants = cluster->second;
+    if (auto tenant = tenants.tenants.find(choice->key.namespace_name); tenant != tenants.tenants.end()) {
+      tenants.turns.splice(tenants.turns.end(), tenants.turns, tenant->second.turn);
+    }
   }
   count_depth_locked(entry.level, -1);
   entry.place = Place::in_flight;
@@ -314,8 +319,11 @@ void WorkQueue::detach_locked(Entry& entry) {
 
 void WorkQueue::insert_ready_locked(Entry& entry, Priority priority, TimePoint now, bool at_front) {
   Level& level = levels_[priority_index(priority)];
-  auto [tenant, new_tenant] = level.tenants.try_emplace(entry.key.namespace_name);
-  if (new_tenant) tenant->second.turn = level.turns.insert(level.turns.end(), entry.key.namespace_name);
+  auto [cluster, new_cluster] = level.clusters.try_emplace(entry.key.cluster);
+  if (new_cluster) cluster->second.turn = level.turns.insert(level.turns.end(), entry.key.cluster);
+  ClusterQueue& tenants = cluster->second;
+  auto [tenant, new_tenant] = tenants.tenants.try_emplace(entry.key.namespace_name);
+  if (new_tenant) tenant->second.turn = tenants.turns.insert(tenants.turns.end(), entry.key.namespace_name);
   auto& keys = tenant->second.keys;
   auto position = keys.end();
   if (at_front) {
@@ -333,11 +341,17 @@ void WorkQueue::insert_ready_locked(Entry& entry, Priority priority, TimePoint n
 
 void WorkQueue::remove_ready_locked(Entry& entry) {
   Level& level = levels_[priority_index(entry.level)];
-  auto tenant = level.tenants.find(entry.key.namespace_name);
+  auto cluster = level.clusters.find(entry.key.cluster);
+  ClusterQueue& tenants = cluster->second;
+  auto tenant = tenants.tenants.find(entry.key.namespace_name);
   tenant->second.keys.erase(entry.tenant_position);
   if (tenant->second.keys.empty()) {
-    level.turns.erase(tenant->second.turn);
-    level.tenants.erase(tenant);
+    tenants.turns.erase(tenant->second.turn);
+    tenants.tenants.erase(tenant);
+    if (tenants.tenants.empty()) {
+      level.turns.erase(tenants.turn);
+      level.clusters.erase(cluster);
+    }
   }
   level.by_age.erase(OrderKey{entry.level_since, entry.sequence});
   --level.size;
@@ -406,22 +420,26 @@ std::size_t WorkQueue::ready_size_locked() const {
 
 std::optional<WorkQueue::Choice> WorkQueue::choose_locked() const {
   if (options_.max_below_high_in_flight == 0 || below_high_in_flight_ < options_.max_below_high_in_flight) {
-    // The highest level; its tenant at the front of the turn order gives its oldest key.
+    // The highest level; the cluster at the front of its turn order, that cluster's tenant at the
+    // front of its own, and that tenant's oldest key.
     for (const Priority priority : kPrioritiesHighestFirst) {
       const Level& level = levels_[priority_index(priority)];
       if (level.size == 0) continue;
-      const std::string& tenant = level.turns.front();
-      return Choice{priority, tenant, level.tenants.at(tenant).keys.front()};
+      const ClusterQueue& tenants = level.clusters.at(level.turns.front());
+      return Choice{priority, tenants.tenants.at(tenants.turns.front()).keys.front()};
     }
     return std::nullopt;
   }
   // The limit holds the backlog back: only a key added at high priority may go (aged ones are
-  // skipped, so the walk is as long as the aged keys ahead of the first real one), tenants in turn
-  // order, each from its oldest key.
+  // skipped, so the walk is as long as the aged keys ahead of the first real one), clusters and
+  // their tenants in turn order, each tenant from its oldest key.
   const Level& level = levels_[priority_index(Priority::high)];
-  for (const std::string& tenant : level.turns) {
-    for (const ObjectKey& key : level.tenants.at(tenant).keys) {
-      if (entries_.at(key).requested == Priority::high) return Choice{Priority::high, tenant, key};
+  for (const ClusterId cluster : level.turns) {
+    const ClusterQueue& tenants = level.clusters.at(cluster);
+    for (const std::string& tenant : tenants.turns) {
+      for (const ObjectKey& key : tenants.tenants.at(tenant).keys) {
+        if (entries_.at(key).requested == Priority::high) return Choice{Priority::high, key};
+      }
     }
   }
   return std::nullopt;

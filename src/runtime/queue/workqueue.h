@@ -5,8 +5,9 @@
 // - a key is waiting at most once: duplicate adds collapse (highest priority, earliest time win);
 // - a key is never handed to two workers at once: a key added while a worker holds it is parked
 //   ("dirty") and queued again when the worker calls done();
-// - ready items are handed out highest priority first; within a priority, namespaces (tenants)
-//   take turns, FIFO within a tenant;
+// - ready items are handed out highest priority first; within a priority, clusters take turns,
+//   then the namespaces (tenants) of the cluster whose turn it is, FIFO within a tenant: a backlog
+//   in one cluster or one tenant delays another's work by one item per turn, not by its length;
 // - a ready item waiting longer than `aging_interval` is promoted one priority, so low work is
 //   served within about 2 * aging_interval plus one round over the busy tenants;
 // - per-key exponential backoff counts failures reported through done() only, so extra watch
@@ -159,9 +160,15 @@ class WorkQueue {
     std::list<std::string>::iterator turn;
   };
 
-  struct Level {
+  struct ClusterQueue {
     std::unordered_map<std::string, TenantQueue> tenants;
     std::list<std::string> turns;  // tenants with waiting keys, in the order they get their turn
+    std::list<ClusterId>::iterator turn;
+  };
+
+  struct Level {
+    std::unordered_map<ClusterId, ClusterQueue> clusters;
+    std::list<ClusterId> turns;  // clusters with waiting keys, in the order they get their turn
     std::map<OrderKey, ObjectKey> by_age;
     std::size_t size = 0;
   };
@@ -174,10 +181,10 @@ class WorkQueue {
   void advance_time_locked(TimePoint now);
   std::optional<TimePoint> next_wakeup_locked(TimePoint now);
   std::size_t ready_size_locked() const;
-  // The item a worker would take now, if any: its level, tenant and key.
+  // The item a worker would take now, if any: its level and key (the key names its cluster and
+  // tenant).
   struct Choice {
     Priority level;
-    std::string tenant;
     ObjectKey key;
   };
   std::optional<Choice> choose_locked() const;

@@ -29,6 +29,9 @@ struct Fixture {
 };
 
 ObjectKey key(const std::string& tenant, const std::string& name) { return {tenant, name}; }
+ObjectKey key(ClusterId cluster, const std::string& tenant, const std::string& name) {
+  return {tenant, name, cluster};
+}
 
 }  // namespace
 
@@ -213,6 +216,88 @@ TEST_CASE("tenants take turns: a storm in one namespace does not delay another",
     fixture.clock->advance(1ms);
   }
   CHECK(queue.depth() >= 9980);
+}
+
+TEST_CASE("clusters take turns before tenants: a backlog in one cluster does not delay another",
+          "[runtime][workqueue]") {
+  Fixture fixture;
+  WorkQueue queue(fixture.options());
+  const auto priority = GENERATE(Priority::low, Priority::normal, Priority::high);
+  // Cluster 1: 5,000 keys over 50 namespaces; cluster 2: one namespace with 10 keys, added last.
+  for (int i = 0; i < 5000; ++i) {
+    queue.add(key(1, "ns-" + std::to_string(i % 50), "a" + std::to_string(i)), {priority});
+  }
+  for (int i = 0; i < 10; ++i) queue.add(key(2, "ns-0", "b" + std::to_string(i)), {priority});
+  // Every second hand-out is cluster 2's until it has none left: its 50 tenants give cluster 1 no
+  // more turns than cluster 2's one.
+  std::vector<ClusterId> order;
+  for (int i = 0; i < 24; ++i) {
+    auto item = queue.try_get();
+    REQUIRE(item);
+    order.push_back(item->key.cluster);
+    queue.done(*item, Completion::success());
+  }
+  const std::vector<ClusterId> expected{1, 2, 1, 2, 1, 2, 1, 2, 1, 2, 1, 2,
+                                        1, 2, 1, 2, 1, 2, 1, 2, 1, 1, 1, 1};
+  CHECK(order == expected);
+  CHECK(queue.depth() == 4986);
+}
+
+TEST_CASE("within a cluster's turn its tenants take turns", "[runtime][workqueue]") {
+  Fixture fixture;
+  WorkQueue queue(fixture.options());
+  for (int i = 0; i < 3; ++i) {
+    queue.add(key(1, "a", "a" + std::to_string(i)));
+    queue.add(key(1, "b", "b" + std::to_string(i)));
+  }
+  queue.add(key(kLocalCluster, "a", "local"));
+  std::vector<std::string> order;
+  while (auto item = queue.try_get()) {
+    order.push_back(item->key.to_string());
+    queue.done(*item, Completion::success());
+  }
+  // Cluster 1 came first; then the local cluster; then cluster 1 alone, its tenants alternating.
+  const std::vector<std::string> expected{"#1:a/a0", "a/local", "#1:b/b0", "#1:a/a1",
+                                          "#1:b/b1", "#1:a/a2", "#1:b/b2"};
+  CHECK(order == expected);
+}
+
+TEST_CASE("one namespace and name in two clusters are two keys", "[runtime][workqueue]") {
+  Fixture fixture;
+  WorkQueue queue(fixture.options());
+  queue.add(key(kLocalCluster, "ns", "web"));
+  queue.add(key(7, "ns", "web"));
+  queue.add(key(7, "ns", "web"));
+  CHECK(queue.depth() == 2);
+  auto first = queue.try_get();
+  auto second = queue.try_get();
+  REQUIRE(first);
+  REQUIRE(second);
+  CHECK(first->key.cluster != second->key.cluster);
+  CHECK(queue.is_in_flight(key(kLocalCluster, "ns", "web")));
+  CHECK(queue.is_in_flight(key(7, "ns", "web")));
+  CHECK(ObjectKeyHash{}(key(kLocalCluster, "ns", "web")) != ObjectKeyHash{}(key(7, "ns", "web")));
+}
+
+TEST_CASE("the kept worker finds a user change in any cluster behind aged backlog", "[runtime][workqueue]") {
+  Fixture fixture;
+  WorkQueueOptions options = fixture.options(1s);
+  options.max_below_high_in_flight = 1;
+  WorkQueue queue(options);
+  for (int i = 0; i < 10; ++i) queue.add(key(1, "backlog", "b" + std::to_string(i)), {Priority::low});
+  auto backlog = queue.try_get();
+  REQUIRE(backlog);
+  // Two of cluster 1's backlog items age up to high: they sit in the high level ahead of the change.
+  for (int i = 0; i < 3; ++i) {
+    fixture.clock->advance(2s);
+    CHECK_FALSE(queue.try_get());
+  }
+  REQUIRE(queue.depth(Priority::high) == 2);
+  queue.add(key(2, "user", "change"), {Priority::high});
+  auto user = queue.try_get();
+  REQUIRE(user);
+  CHECK(user->key == key(2, "user", "change"));
+  CHECK_FALSE(queue.try_get());
 }
 
 TEST_CASE("backoff counts real failures only and resets on success", "[runtime][workqueue]") {
@@ -433,7 +518,10 @@ TEST_CASE("randomized operations keep the queue's invariants", "[runtime][workqu
   std::map<ObjectKey, bool> owed;
   std::set<ObjectKey> held;
   auto pick = [&](int bound) { return std::uniform_int_distribution<int>(0, bound - 1)(random); };
-  auto random_key = [&] { return key("t" + std::to_string(pick(3)), "k" + std::to_string(pick(12))); };
+  auto random_key = [&] {
+    return key(static_cast<ClusterId>(pick(2)), "t" + std::to_string(pick(3)),
+               "k" + std::to_string(pick(12)));
+  };
 
   auto take = [&](int worker) {
     if (workers[worker]) return;
