@@ -13,7 +13,6 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
-#include <boost/beast/http/empty_body.hpp>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/read.hpp>
 #include <boost/beast/http/string_body.hpp>
@@ -48,6 +47,8 @@ struct Target {
   std::string port;
   std::string host_header;
   std::string path;  // "/v1/traces", or longer
+  // The host's address when it is an IP literal: nothing to resolve, no SNI.
+  std::optional<asio::ip::tcp::endpoint> literal;
 };
 
 std::optional<Target> parse_target(const std::string& url) {
@@ -78,13 +79,10 @@ std::optional<Target> parse_target(const std::string& url) {
   if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5 || std::stoi(port) > 65535)
     return std::nullopt;
   target.port = port;
+  error_code not_literal;
+  const auto address = asio::ip::make_address(target.host, not_literal);
+  if (!not_literal) target.literal.emplace(address, static_cast<unsigned short>(std::stoi(port)));
   return target;
-}
-
-bool is_ip_literal(const std::string& host) {
-  error_code error;
-  asio::ip::make_address(host, error);
-  return !error;
 }
 
 // One export: resolve, connect, (TLS handshake,) POST, read the answer, every step under one
@@ -94,7 +92,7 @@ template <typename Stream>
 class Exchange {
  public:
   Exchange(asio::io_context& io, Stream& stream, const Target& target, const std::string& user_agent,
-           const std::string& body, Clock::time_point deadline)
+           std::string body, Clock::time_point deadline)
       : io_(io), stream_(stream), target_(target), resolver_(io), timer_(io), deadline_(deadline) {
     request_.method(http::verb::post);
     request_.target(target.path);
@@ -103,16 +101,15 @@ class Exchange {
     request_.set(http::field::user_agent, user_agent);
     request_.set(http::field::content_type, "application/json");
     request_.keep_alive(false);
-    request_.body() = body;
+    request_.body() = std::move(body);
     request_.prepare_payload();
     parser_.body_limit(kMaximumAnswerBytes);
   }
 
   // The answer's status, or the error that ended the exchange ("stage: message").
   std::variant<unsigned, std::string> run() {
-    if (is_ip_literal(target_.host)) {
-      endpoints_.emplace_back(asio::ip::make_address(target_.host),
-                              static_cast<unsigned short>(std::stoi(target_.port)));
+    if (target_.literal) {
+      endpoints_.push_back(*target_.literal);
       connect();
     } else {
       resolve();
@@ -161,8 +158,7 @@ class Exchange {
   void handshake() {
     if constexpr (!std::is_same_v<Stream, beast::tcp_stream>) {
       // Always verified: the chain (the system trust store) and the name.
-      if (!is_ip_literal(target_.host))
-        SSL_set_tlsext_host_name(stream_.native_handle(), target_.host.c_str());
+      if (!target_.literal) SSL_set_tlsext_host_name(stream_.native_handle(), target_.host.c_str());
       stream_.set_verify_mode(asio::ssl::verify_peer);
       stream_.set_verify_callback(asio::ssl::host_name_verification(target_.host));
       stream_.async_handshake(asio::ssl::stream_base::client, [this](const error_code& error) {
@@ -214,7 +210,7 @@ class OtlpHttpExporter final : public SpanExporter {
   }
 
   ExportResult export_spans(const std::vector<SpanData>& spans) override {
-    const std::string body = encode_otlp_json(spans, options_.resource);
+    std::string body = encode_otlp_json(spans, options_.resource);
     const auto deadline = Clock::now() + options_.timeout;
     asio::io_context io;
     {
@@ -225,10 +221,10 @@ class OtlpHttpExporter final : public SpanExporter {
     std::variant<unsigned, std::string> outcome;
     if (tls_) {
       beast::ssl_stream<beast::tcp_stream> stream(io, *tls_);
-      outcome = Exchange(io, stream, target_, user_agent_, body, deadline).run();
+      outcome = Exchange(io, stream, target_, user_agent_, std::move(body), deadline).run();
     } else {
       beast::tcp_stream stream(io);
-      outcome = Exchange(io, stream, target_, user_agent_, body, deadline).run();
+      outcome = Exchange(io, stream, target_, user_agent_, std::move(body), deadline).run();
     }
     {
       std::lock_guard lock(mutex_);
