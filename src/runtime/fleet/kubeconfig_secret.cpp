@@ -60,7 +60,13 @@ kube::Result<MemberSource> read_kubeconfig_secret(const kube::ObjectView& secret
                                 "token fields), never a file of the operator's or a command to run");
   auto config = kube::resolve_kubeconfig(kubeconfig.value(), "");
   if (!config) return std::move(config).error();
-  return MemberSource{std::string(secret.name()), base::sha256_hex(*bytes), std::move(config).value()};
+  return MemberSource{std::string(secret.name()), kubeconfig_digest(secret), std::move(config).value()};
+}
+
+std::string kubeconfig_digest(const kube::ObjectView& secret) {
+  const kube::JsonValue* encoded = secret.find({"data", kKubeconfigSecretKey});
+  if (encoded == nullptr || !encoded->IsString()) return {};
+  return base::sha256_hex(std::string_view(encoded->GetString(), encoded->GetStringLength()));
 }
 
 }  // namespace myop::runtime::fleet

@@ -25,12 +25,17 @@ inline constexpr std::string_view kKubeconfigSecretKey = "kubeconfig";
 // One member cluster, as its Secret describes it.
 struct MemberSource {
   std::string name;    // the Secret's name: the cluster's name in logs, metrics and events
-  std::string digest;  // SHA-256 of the kubeconfig bytes: a rotation changes it
+  std::string digest;  // kubeconfig_digest(): a rotation changes it
   kube::ClientConfig config;
 };
 
 // Reads a kubeconfig Secret as the API server returns it (data base64-encoded). Errors have reason
 // InvalidConfiguration and start with "Secret <namespace>/<name>".
 kube::Result<MemberSource> read_kubeconfig_secret(const kube::ObjectView& secret);
+
+// SHA-256 (hex) of the Secret's data.kubeconfig as stored, usable or not; "" when it is missing or not
+// a string. Equal digests are equal kubeconfigs, so a resync of an unchanged Secret can be told apart
+// from a rotation without reading it.
+std::string kubeconfig_digest(const kube::ObjectView& secret);
 
 }  // namespace myop::runtime::fleet

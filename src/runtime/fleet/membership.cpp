@@ -2,24 +2,13 @@
 
 #include <utility>
 
-#include "base/digest.h"
-
 namespace myop::runtime::fleet {
-namespace {
-
-// What the Secret's kubeconfig bytes are, usable or not: a refused Secret seen again unchanged (a
-// resync) must not be refused again, and a fixed one must be read again.
-std::string raw_digest(const kube::ObjectView& secret) {
-  const kube::JsonValue* encoded = secret.find({"data", kKubeconfigSecretKey});
-  if (encoded == nullptr || !encoded->IsString()) return {};
-  return base::sha256_hex(std::string_view(encoded->GetString(), encoded->GetStringLength()));
-}
-
-}  // namespace
 
 std::vector<MembershipChange> Membership::observe(const kube::ObjectView& secret) {
   const std::string name(secret.name());
-  const std::string digest = raw_digest(secret);
+  // Usable or not: a refused Secret seen again unchanged (a resync) is not refused again, and a fixed
+  // one is read again.
+  const std::string digest = kubeconfig_digest(secret);
   std::vector<MembershipChange> changes;
   auto [position, added] = members_.try_emplace(name);
   Member& member = position->second;
