@@ -2,6 +2,9 @@
 
 #include <stdexcept>
 
+#include "runtime/controller/cluster_reconcilers.h"
+#include "runtime/fleet/fleet.h"
+
 namespace myop::runtime {
 
 EventMapper with_priorities(EventMapper mapper, EventPriorities priorities) {
@@ -71,7 +74,7 @@ ControllerBuilder& ControllerBuilder::watches(const kube::ResourceType& type, Ev
   watches_.push_back({type,
                       scope_of(type, options.namespaces, std::move(options.label_selector),
                                std::move(options.field_selector), false),
-                      std::move(mapper), std::move(options.predicates), std::nullopt});
+                      std::move(mapper), std::move(options.predicates), std::nullopt, options.hub_only});
   return *this;
 }
 
@@ -94,15 +97,97 @@ CacheReader ControllerBuilder::cache(const kube::ResourceType& type) const {
                          options_.name + " does not watch; give it to for_kind(), owns() or watches() first");
 }
 
+CacheReader ClusterCaches::cache(const kube::ResourceType& type) const {
+  for (const auto& [watched, scope] : scopes_) {
+    if (watched.group == type.group && watched.resource == type.resource)
+      return CacheReader(watched, cluster_.informers->informer(watched, scope));
+  }
+  throw std::logic_error("ClusterCaches: cache(" + type.qualified_resource() + ") of a kind not watched in " +
+                         (cluster_.name.empty() ? std::string("the hub") : "member " + cluster_.name));
+}
+
+std::vector<std::pair<kube::ResourceType, InformerScope>> ControllerBuilder::scopes(bool members) const {
+  std::vector<std::pair<kube::ResourceType, InformerScope>> scopes;
+  for (const Watch& watch : watches_) {
+    if (members && watch.hub_only) continue;
+    InformerScope scope = watch.scope;
+    if (members) scope.sharded = false;
+    scopes.emplace_back(watch.type, std::move(scope));
+  }
+  return scopes;
+}
+
+void ControllerBuilder::subscribe_hub(Controller& controller) {
+  for (const Watch& watch : watches_) {
+    // The informer set lives in the registry for the manager's lifetime, which outlives the controller.
+    std::shared_ptr<InformerSet> informers = manager_.informers().informer(watch.type, watch.scope);
+    if (watch.role) informers->watched_as(*watch.role);
+    controller.watch(*informers, watch.mapper, watch.predicates);
+  }
+}
+
 std::shared_ptr<Controller> ControllerBuilder::complete(std::shared_ptr<Reconciler> reconciler) {
   if (!primary_)
     throw std::logic_error("ControllerBuilder: complete() without for_kind() for " + options_.name);
   auto controller = std::make_shared<Controller>(options_, std::move(reconciler));
-  for (Watch& watch : watches_) {
-    // The informer set lives in the registry for the manager's lifetime, which outlives the controller.
-    std::shared_ptr<InformerSet> informers = manager_.informers().informer(watch.type, watch.scope);
-    if (watch.role) informers->watched_as(*watch.role);
-    controller->watch(*informers, std::move(watch.mapper), std::move(watch.predicates));
+  subscribe_hub(*controller);
+  manager_.add_controller(controller);
+  return controller;
+}
+
+std::shared_ptr<Controller> ControllerBuilder::complete(const ReconcilerFactory& make) {
+  if (!primary_)
+    throw std::logic_error("ControllerBuilder: complete() without for_kind() for " + options_.name);
+  auto reconcilers = std::make_shared<ClusterReconcilers>();
+  ControllerOptions options = options_;
+  // A cluster whose API server hangs holds at most all workers but one.
+  if (manager_.fleet() && options.max_concurrent_reconciles > 1 &&
+      options.queue.max_in_flight_per_cluster == 0)
+    options.queue.max_in_flight_per_cluster = static_cast<std::size_t>(options.max_concurrent_reconciles - 1);
+  auto controller = std::make_shared<Controller>(options, reconcilers);
+  subscribe_hub(*controller);
+  reconcilers->add(kLocalCluster, make(ClusterCaches(manager_.hub(), scopes(false))), nullptr, true);
+  if (fleet::Fleet* fleet = manager_.fleet()) {
+    struct MemberWatch {
+      kube::ResourceType type;
+      InformerScope scope;
+      EventMapper mapper;
+      std::vector<Predicate> predicates;
+      std::optional<InformerSet::WatchedAs> role;
+    };
+    std::vector<MemberWatch> member_watches;
+    for (const Watch& watch : watches_) {
+      if (watch.hub_only) continue;
+      InformerScope scope = watch.scope;
+      scope.sharded = false;
+      member_watches.push_back({watch.type, std::move(scope), watch.mapper, watch.predicates, watch.role});
+    }
+    // The controller lives as long as the manager, which stops the fleet (and so every member's
+    // informers) before it goes.
+    Controller* raw = controller.get();
+    fleet->on_engage([raw, reconcilers, member_watches = std::move(member_watches),
+                      member_scopes = scopes(true), primary = *primary_, make](const ClusterContext& member) {
+      for (const MemberWatch& watch : member_watches) {
+        std::shared_ptr<InformerSet> informers = member.informers->informer(watch.type, watch.scope);
+        if (watch.role) informers->watched_as(*watch.role);
+        raw->watch_cluster(member.id, *informers, watch.mapper, watch.predicates);
+      }
+      ClusterCaches caches(member, member_scopes);
+      const CacheReader primary_cache = caches.cache(primary);
+      reconcilers->add(member.id, make(caches), std::make_shared<const ClusterContext>(member), false);
+      fleet::Engagement engagement;
+      const ClusterId id = member.id;
+      engagement.synced = [raw, reconcilers, primary_cache, id] {
+        reconcilers->set_ready(id);
+        for (ObjectKey key : primary_cache.keys()) {
+          key.cluster = id;
+          raw->enqueue(key, {Priority::low});
+        }
+      };
+      engagement.health = [reconcilers, id](bool ready) { reconcilers->set_healthy(id, ready); };
+      engagement.disengaged = [reconcilers, id] { reconcilers->remove(id); };
+      return engagement;
+    });
   }
   manager_.add_controller(controller);
   return controller;

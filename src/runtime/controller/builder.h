@@ -34,6 +34,7 @@
 #include "runtime/controller/event_handler.h"
 #include "runtime/controller/predicate.h"
 #include "runtime/controller/reconciler.h"
+#include "runtime/fleet/cluster_context.h"
 #include "runtime/manager/manager.h"
 
 namespace myop::runtime {
@@ -53,6 +54,8 @@ struct WatchOptions {
   std::vector<Predicate> predicates;
   // Overrides the mapper's own priorities for live events.
   std::optional<EventPriorities> priorities;
+  // Watched in the hub only, not in the fleet's members (e.g. the operator's own configuration).
+  bool hub_only = false;
 };
 
 struct OwnsOptions {
@@ -68,6 +71,23 @@ struct OwnsOptions {
 
 // Re-prioritises a mapper's live events by type.
 EventMapper with_priorities(EventMapper mapper, EventPriorities priorities);
+
+// The caches of one cluster (the hub's or a member's, runtime/fleet/cluster_context.h) in the scopes a
+// builder watches them in: what a reconciler of that cluster reads, next to the cluster's writer.
+class ClusterCaches {
+ public:
+  ClusterCaches(ClusterContext cluster, std::vector<std::pair<kube::ResourceType, InformerScope>> scopes)
+      : cluster_(std::move(cluster)), scopes_(std::move(scopes)) {}
+  const ClusterContext& cluster() const { return cluster_; }
+  // As ControllerBuilder::cache(), in this cluster.
+  CacheReader cache(const kube::ResourceType& type) const;
+
+ private:
+  ClusterContext cluster_;
+  std::vector<std::pair<kube::ResourceType, InformerScope>> scopes_;
+};
+
+using ReconcilerFactory = std::function<std::shared_ptr<Reconciler>(const ClusterCaches& caches)>;
 
 class ControllerBuilder {
  public:
@@ -88,8 +108,14 @@ class ControllerBuilder {
   // subscribes the controller to. Throws std::logic_error for a kind this builder does not watch.
   CacheReader cache(const kube::ResourceType& type) const;
 
-  // Builds the controller, subscribes it to its informers and hands it to the manager.
+  // Builds the controller, subscribes it to its informers and hands it to the manager. The hub only.
   std::shared_ptr<Controller> complete(std::shared_ptr<Reconciler> reconciler);
+  // The same, with a reconciler per cluster: `make` is called for the hub now and, when the manager has
+  // a fleet, for each member it engages, with that cluster's caches; the controller watches every
+  // member's kinds but the hub_only ones. A member's keys are reconciled once its caches have synced
+  // (then each of its primary objects is enqueued at low priority) and until it is disengaged
+  // (runtime/controller/cluster_reconcilers.h).
+  std::shared_ptr<Controller> complete(const ReconcilerFactory& make);
 
  private:
   struct Watch {
@@ -98,7 +124,13 @@ class ControllerBuilder {
     EventMapper mapper;
     std::vector<Predicate> predicates;
     std::optional<InformerSet::WatchedAs> role;  // for_kind() and owns(); none for watches()
+    bool hub_only = false;
   };
+
+  // Subscribes `controller` to the watches in the hub's registry.
+  void subscribe_hub(Controller& controller);
+  // Each watch's kind and scope, for ClusterCaches (`members`: as a member caches them, unsharded).
+  std::vector<std::pair<kube::ResourceType, InformerScope>> scopes(bool members) const;
 
   // `shardable`: the primary and owned kinds, cached per shard slot when the manager shards (and the
   // kind is namespaced and watched in every namespace).

@@ -42,7 +42,13 @@ Controller::~Controller() { stop(Duration::zero()); }
 void Controller::watch(EventSource& source, EventMapper mapper, std::vector<Predicate> predicates) {
   sources_.push_back(&source);
   source.subscribe([this, mapper = std::move(mapper), predicates = std::move(predicates)](
-                       const ObjectEvent& event) { on_event(mapper, predicates, event); });
+                       const ObjectEvent& event) { on_event(mapper, predicates, kLocalCluster, event); });
+}
+
+void Controller::watch_cluster(ClusterId cluster, EventSource& source, EventMapper mapper,
+                               std::vector<Predicate> predicates) {
+  source.subscribe([this, cluster, mapper = std::move(mapper), predicates = std::move(predicates)](
+                       const ObjectEvent& event) { on_event(mapper, predicates, cluster, event); });
 }
 
 void Controller::watch_primary(EventSource& source, std::vector<Predicate> predicates) {
@@ -60,10 +66,11 @@ bool Controller::sources_synced() const {
 }
 
 void Controller::on_event(const EventMapper& mapper, const std::vector<Predicate>& predicates,
-                          const ObjectEvent& event) {
+                          ClusterId cluster, const ObjectEvent& event) {
   if (!passes_all(predicates, event)) return;
   const TimePoint seen = event.seen == TimePoint{} ? options_.clock->now() : event.seen;
-  for (const auto& request : mapper(event)) {
+  for (auto& request : mapper(event)) {
+    request.key.cluster = cluster;
     // Background work (initial list, resync) is not "an event seen" for the latency metric; a trace
     // still names it as the trigger.
     const bool measured = request.priority != Priority::low;

@@ -69,6 +69,10 @@ class Controller {
 
   // Watches; call before start(). The source must outlive the controller.
   void watch(EventSource& source, EventMapper mapper, std::vector<Predicate> predicates = {});
+  // A member cluster's source (runtime/fleet/fleet.h), at any time: its keys carry `cluster`. It is not
+  // one of the sources sources_synced() waits for, and it must stop calling before it goes away.
+  void watch_cluster(ClusterId cluster, EventSource& source, EventMapper mapper,
+                     std::vector<Predicate> predicates = {});
   // The primary kind (For()).
   void watch_primary(EventSource& source, std::vector<Predicate> predicates = {});
   // A kind whose controller owner is of the primary kind (Owns()).
@@ -105,7 +109,7 @@ class Controller {
     TimePoint deadline;
   };
 
-  void on_event(const EventMapper& mapper, const std::vector<Predicate>& predicates,
+  void on_event(const EventMapper& mapper, const std::vector<Predicate>& predicates, ClusterId cluster,
                 const ObjectEvent& event);
   void run_worker();
   // One work item: the shard gate, then begin_reconcile, the reconciler (in its span), the outcome

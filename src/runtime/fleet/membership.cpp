@@ -61,4 +61,6 @@ std::size_t Membership::engaged_count() const {
   return count;
 }
 
+std::size_t Membership::refused_count() const { return members_.size() - engaged_count(); }
+
 }  // namespace myop::runtime::fleet

@@ -46,6 +46,8 @@ class Membership {
   // The name of an engaged cluster, if `id` is one.
   std::optional<std::string> name_of(ClusterId id) const;
   std::size_t engaged_count() const;
+  // Secrets seen whose kubeconfig cannot be used (nothing engaged for them).
+  std::size_t refused_count() const;
 
  private:
   struct Member {

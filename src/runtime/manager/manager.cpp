@@ -112,6 +112,23 @@ Manager::Manager(ManagerOptions options)
     shard_coordinator_ =
         std::make_unique<ShardCoordinator>(options_.client, *informers_, shard_gate_, *options_.sharding);
   }
+  if (options_.fleet) {
+    if (!options_.client || options_.sharding) {
+      throw std::invalid_argument(
+          "ManagerOptions: a fleet needs a client and no sharding (members are not shared among replicas)");
+    }
+    fleet::FleetOptions fleet = *options_.fleet;
+    if (fleet.field_manager.empty()) fleet.field_manager = options_.field_manager;
+    if (!fleet.registry) fleet.registry = options_.registry;
+    fleet.clock = options_.clock;
+    fleet.informer = options_.informers.informer;
+    if (fleet.events.reporting_controller.empty()) fleet.events = options_.events;
+    if (!fleet.events.registry) fleet.events.registry = options_.registry;
+    if (!fleet.hub_events && !options_.events.reporting_controller.empty())
+      fleet.hub_events = event_recorder();
+    fleet_ = std::make_shared<fleet::Fleet>(*informers_, std::move(fleet));
+    runnables_.push_back(fleet_);
+  }
   metrics_server_.handle("/metrics", [this](const HttpRequest& request) { return metrics(request); });
   for (const char* path : {"/healthz", "/healthz/"})
     probe_server_.handle(path, [this](const HttpRequest& request) { return healthz(request); });
@@ -156,6 +173,15 @@ std::shared_ptr<EventRecorder> Manager::event_recorder() {
   }
   return recorder_;
 }
+ClusterContext Manager::hub() {
+  ClusterContext hub;
+  hub.client = options_.client;
+  hub.informers = informers_;
+  hub.writer = writer_;
+  if (!options_.events.reporting_controller.empty()) hub.recorder = event_recorder();
+  return hub;
+}
+
 void Manager::add_controller(std::shared_ptr<Controller> controller) {
   controllers_.push_back(std::move(controller));
 }

@@ -49,6 +49,8 @@
 #include "runtime/controller/event_recorder.h"
 #include "runtime/controller/writer.h"
 #include "runtime/election/leader_elector.h"
+#include "runtime/fleet/cluster_context.h"
+#include "runtime/fleet/fleet.h"
 #include "runtime/http/http_server.h"
 #include "runtime/http/metrics_authorizer.h"
 #include "runtime/manager/runnable.h"
@@ -117,6 +119,11 @@ struct ManagerOptions {
   std::shared_ptr<const base::Clock> clock = base::system_clock();
   // Null: tracing off. Set: every controller built on this manager traces its reconciles.
   std::shared_ptr<trace::Tracer> tracer{};
+  // Set (with a client, without sharding): member clusters from kubeconfig Secrets, engaged and
+  // disengaged at run time (runtime/fleet/fleet.h); controllers completed with a reconciler per cluster
+  // (ControllerBuilder::complete(ReconcilerFactory)) reconcile them too. Its field manager, informer
+  // and event options, registry, clock and hub event recorder default to the manager's.
+  std::optional<fleet::FleetOptions> fleet;
 };
 
 // A named check: passes, or fails with a text that says why.
@@ -147,6 +154,10 @@ class Manager {
   Writer& writer();
   std::shared_ptr<EventRecorder> event_recorder();
   const std::vector<std::string>& namespaces() const { return options_.namespaces; }
+  // The hub (the cluster of ManagerOptions::client) as a cluster like the fleet's members.
+  ClusterContext hub();
+  // Null without ManagerOptions::fleet.
+  fleet::Fleet* fleet() { return fleet_.get(); }
   // Null unless sharding.
   const std::shared_ptr<ShardGate>& shard_gate() const { return shard_gate_; }
   ShardCoordinator* shard_coordinator() { return shard_coordinator_.get(); }
@@ -210,6 +221,7 @@ class Manager {
   std::vector<std::shared_ptr<CertificateWatcher>> certificate_watchers_;
   std::shared_ptr<ShardGate> shard_gate_;
   std::unique_ptr<ShardCoordinator> shard_coordinator_;
+  std::shared_ptr<fleet::Fleet> fleet_;
   bool servers_prepared_ = false;
   RunnableGroups groups_;
   // Whether every controller stopped within its grace period (set once run() has stopped them).

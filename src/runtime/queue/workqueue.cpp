@@ -132,6 +132,12 @@ void WorkQueue::done(const WorkItem& item, Completion completion) {
     // A worker waiting only because of the limit may take the next one now.
     if (options_.max_below_high_in_flight > 0) notify_locked();
   }
+  if (options_.max_in_flight_per_cluster > 0) {
+    if (auto held = cluster_in_flight_.find(item.key.cluster);
+        held != cluster_in_flight_.end() && --held->second == 0)
+      cluster_in_flight_.erase(held);
+    notify_locked();
+  }
 
   std::optional<TimePoint> requeue_at;
   bool backoff = false;
@@ -277,6 +283,7 @@ std::optional<WorkItem> WorkQueue::take_locked(TimePoint now) {
   entry.aged = false;
   entry.taken_below_high = entry.requested != Priority::high;
   if (entry.taken_below_high) ++below_high_in_flight_;
+  if (options_.max_in_flight_per_cluster > 0) ++cluster_in_flight_[choice->key.cluster];
   in_flight_.insert(&entry);
   options_.metrics->queued_for(now - std::min(now, entry.first_added));
   auto failures = failures_.find(choice->key);
@@ -425,8 +432,11 @@ std::optional<WorkQueue::Choice> WorkQueue::choose_locked() const {
     for (const Priority priority : kPrioritiesHighestFirst) {
       const Level& level = levels_[priority_index(priority)];
       if (level.size == 0) continue;
-      const ClusterQueue& tenants = level.clusters.at(level.turns.front());
-      return Choice{priority, tenants.tenants.at(tenants.turns.front()).keys.front()};
+      for (const ClusterId cluster : level.turns) {
+        if (cluster_full_locked(cluster)) continue;
+        const ClusterQueue& tenants = level.clusters.at(cluster);
+        return Choice{priority, tenants.tenants.at(tenants.turns.front()).keys.front()};
+      }
     }
     return std::nullopt;
   }
@@ -435,6 +445,7 @@ std::optional<WorkQueue::Choice> WorkQueue::choose_locked() const {
   // their tenants in turn order, each tenant from its oldest key.
   const Level& level = levels_[priority_index(Priority::high)];
   for (const ClusterId cluster : level.turns) {
+    if (cluster_full_locked(cluster)) continue;
     const ClusterQueue& tenants = level.clusters.at(cluster);
     for (const std::string& tenant : tenants.turns) {
       for (const ObjectKey& key : tenants.tenants.at(tenant).keys) {
@@ -443,6 +454,12 @@ std::optional<WorkQueue::Choice> WorkQueue::choose_locked() const {
     }
   }
   return std::nullopt;
+}
+
+bool WorkQueue::cluster_full_locked(ClusterId cluster) const {
+  if (options_.max_in_flight_per_cluster == 0) return false;
+  const auto held = cluster_in_flight_.find(cluster);
+  return held != cluster_in_flight_.end() && held->second >= options_.max_in_flight_per_cluster;
 }
 
 void WorkQueue::count_depth_locked(Priority priority, int change) {

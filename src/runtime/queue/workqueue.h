@@ -18,7 +18,9 @@
 // - with `max_below_high_in_flight` set, at most that many items below high priority are held by
 //   workers at once, so a worker stays free for a user's change however deep the backlog. Only what
 //   was added at high priority counts as high here: backlog promoted by aging does not take the
-//   reserved worker.
+//   reserved worker;
+// - with `max_in_flight_per_cluster` set, no cluster holds more workers than that at once: its keys
+//   wait, and the other clusters' go first.
 #include <array>
 #include <condition_variable>
 #include <cstdint>
@@ -52,6 +54,10 @@ struct WorkQueueOptions {
   // 0: no limit. The controller sets it to its workers minus one: a high-priority item (a user's
   // change) never waits for a worker to finish backlog work, only for the one reserved for it.
   std::size_t max_below_high_in_flight = 0;
+  // 0: no limit. Else at most that many items of one cluster are held by workers at once, so a
+  // cluster whose API server hangs holds at most that many workers and the others keep the rest (the
+  // controller sets workers minus one when its manager has a fleet).
+  std::size_t max_in_flight_per_cluster = 0;
   // Per-key retry delays, as client-go's ItemExponentialFailureRateLimiter: 5 ms doubling to 1000 s.
   base::BackoffSettings backoff{std::chrono::milliseconds(5), std::chrono::seconds(1000), 2.0, 0.0,
                                 base::JitterDirection::down};
@@ -188,6 +194,8 @@ class WorkQueue {
     ObjectKey key;
   };
   std::optional<Choice> choose_locked() const;
+  // Whether the cluster holds as many workers as max_in_flight_per_cluster allows.
+  bool cluster_full_locked(ClusterId cluster) const;
   void count_depth_locked(Priority priority, int change);
   // Wakes a blocked get(): something it waits for may have changed.
   void notify_locked();
@@ -211,6 +219,7 @@ class WorkQueue {
   // 10,000 would cost a walk of 10,000 entries each time a worker starts after an idle moment).
   std::unordered_set<const Entry*> in_flight_;
   std::size_t below_high_in_flight_ = 0;
+  std::unordered_map<ClusterId, std::size_t> cluster_in_flight_;  // only with max_in_flight_per_cluster
   std::optional<base::TokenBucket> rate_limiter_;
 };
 

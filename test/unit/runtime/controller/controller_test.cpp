@@ -326,6 +326,29 @@ TEST_CASE("sources_synced waits for every source", "[runtime][controller]") {
   CHECK(controller.sources_synced());
 }
 
+TEST_CASE("a member cluster's source queues keys of that cluster, not waited for by sources_synced",
+          "[runtime][controller][fleet]") {
+  Fixture fixture;
+  Controller controller(fixture.options(1), fixture.reconciler);
+  controller.watch_primary(fixture.primary);
+  InMemoryEventSource member;
+  member.set_synced(false);
+  controller.watch_cluster(7, member, enqueue_object());
+  CHECK(controller.sources_synced());
+  member.emit({EventType::added, make_named("t", "web")});
+  fixture.primary.emit({EventType::added, make_named("t", "web")});
+  // The same namespace and name in two clusters: two keys.
+  CHECK(controller.queue().depth() == 2);
+  std::vector<ObjectKey> keys;
+  while (auto item = controller.queue().try_get()) {
+    keys.push_back(item->key);
+    controller.queue().done(*item, Completion::success());
+  }
+  REQUIRE(keys.size() == 2);
+  CHECK(std::ranges::count(keys, ObjectKey{"t", "web", 7}) == 1);
+  CHECK(std::ranges::count(keys, ObjectKey{"t", "web"}) == 1);
+}
+
 TEST_CASE("stop waits for an in-flight reconcile within the grace period", "[runtime][controller]") {
   Fixture fixture;
   Gate gate;

@@ -243,6 +243,36 @@ TEST_CASE("clusters take turns before tenants: a backlog in one cluster does not
   CHECK(queue.depth() == 4986);
 }
 
+TEST_CASE("no cluster holds more workers than max_in_flight_per_cluster", "[runtime][workqueue][fleet]") {
+  Fixture fixture;
+  WorkQueueOptions options = fixture.options();
+  options.max_in_flight_per_cluster = 3;
+  WorkQueue queue(options);
+  for (int i = 0; i < 10; ++i) queue.add(key(1, "ns", "a" + std::to_string(i)), {Priority::high});
+  // Cluster 1's API server hangs: three of its keys are held by workers that do not come back soon.
+  std::vector<WorkItem> held;
+  for (int i = 0; i < 3; ++i) {
+    auto item = queue.try_get();
+    REQUIRE(item);
+    held.push_back(*item);
+  }
+  // The fourth worker finds nothing of cluster 1 to take, even at high priority...
+  CHECK_FALSE(queue.try_get());
+  // ...and takes another cluster's change at once, even a low one.
+  queue.add(key(2, "ns", "b"), {Priority::low});
+  auto other = queue.try_get();
+  REQUIRE(other);
+  CHECK(other->key == key(2, "ns", "b"));
+  queue.done(*other, Completion::success());
+  // One of cluster 1's comes back: the next of cluster 1 may go.
+  queue.done(held.back(), Completion::success());
+  held.pop_back();
+  auto next = queue.try_get();
+  REQUIRE(next);
+  CHECK(next->key.cluster == 1);
+  CHECK_FALSE(queue.try_get());
+}
+
 TEST_CASE("within a cluster's turn its tenants take turns", "[runtime][workqueue]") {
   Fixture fixture;
   WorkQueue queue(fixture.options());
