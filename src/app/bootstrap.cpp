@@ -230,6 +230,13 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
                         base::random_uuid().substr(0, 8);
     manager.sharding = sharding;
   }
+  if (options.fleet_kubeconfig_secrets) {
+    runtime::fleet::FleetOptions fleet;
+    fleet.namespace_name = operator_namespace;
+    fleet.transport = transport_options;
+    fleet.client = client_options;
+    manager.fleet = std::move(fleet);
+  }
   auto built = std::make_unique<runtime::Manager>(std::move(manager));
   if (options.migrate_storage && options.namespaces.empty() && !options.webhook_only) {
     runtime::StorageVersionMigratorOptions migration;

@@ -113,6 +113,10 @@ void define_flags(CLI::App& app, Options& options, DurationFlags& durations) {
            "Share the work among every replica by shard slot (namespaces' FNV-1a hashes), on member and slot "
            "Leases in the leader-election namespace; replaces --leader-elect");
   add("shard-group", options.shard_group, "Name prefix of the sharding Leases (with --sharding)");
+  add_flag("fleet-kubeconfig-secrets", options.fleet_kubeconfig_secrets,
+           "Also reconcile the member clusters whose kubeconfigs are in Secrets of the operator's namespace "
+           "labelled sigs.k8s.io/multicluster-runtime-kubeconfig (key kubeconfig), engaged and disengaged "
+           "as the Secrets come and go");
   add("max-concurrent-reconciles", options.max_concurrent_reconciles, "Number of reconcile workers")
       ->check(CLI::Range(1, 1024));
   add("qps", options.qps,
@@ -219,6 +223,11 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
                                  "needs every namespace watched (shards are namespaces' hashes): "
                                  "drop --namespaces");
     }
+    if (options.fleet_kubeconfig_secrets && options.sharding) {
+      throw CLI::ValidationError("--fleet-kubeconfig-secrets",
+                                 "does not work with --sharding yet (members are not shared among "
+                                 "replicas): use --leader-elect");
+    }
     if (!options.metrics_secure && !options.metrics_cert_dir.empty()) {
       throw CLI::ValidationError("--metrics-cert-dir",
                                  "needs --metrics-secure (metrics are plain HTTP without it)");
@@ -264,9 +273,11 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
     if (options.webhook_only && (options.webhook_bind_address.empty() || options.webhook_bind_address == "0"))
       throw CLI::ValidationError("--webhook-only",
                                  "needs --webhook-bind-address (the webhook is all it serves)");
-    if (options.webhook_only && (options.leader_elect || options.sharding))
+    if (options.webhook_only &&
+        (options.leader_elect || options.sharding || options.fleet_kubeconfig_secrets))
       throw CLI::ValidationError("--webhook-only",
-                                 "runs no controller: --leader-elect and --sharding do not apply");
+                                 "runs no controller: --leader-elect, --sharding and "
+                                 "--fleet-kubeconfig-secrets do not apply");
     options.webhook_cert_names = split_namespaces(options.webhook_cert_names_flag);
     options.webhook_crds = split_namespaces(options.webhook_crds_flag);
     if (options.watch_stall_timeout < std::chrono::seconds(65)) {

@@ -27,6 +27,10 @@ struct Options {
   // Leases (<shard-group>-member-*, <shard-group>-slot-NN) live in the leader-election namespace.
   bool sharding = false;
   std::string shard_group = "my-operator";
+  // Member clusters from kubeconfig Secrets in the operator's namespace (multicluster-runtime's label
+  // sigs.k8s.io/multicluster-runtime-kubeconfig, key `kubeconfig`), engaged and disengaged as the
+  // Secrets come and go (docs/multicluster.md).
+  bool fleet_kubeconfig_secrets = false;
   int max_concurrent_reconciles = 4;
   // No client-side rate limit by default: the API server's Priority and Fairness limits clients,
   // and its 429 + Retry-After is honoured.

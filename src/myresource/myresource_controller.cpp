@@ -51,6 +51,8 @@ std::shared_ptr<runtime::Controller> add_myresource_controller(runtime::Manager&
   runtime::WatchOptions flag_watch;
   flag_watch.namespaces = std::vector<std::string>{options.operator_namespace};
   flag_watch.field_selector = "metadata.name=" + options.config_map;
+  // The flags are the operator's, in its own cluster: they apply to the MyResources of every member too.
+  flag_watch.hub_only = true;
 
   // The caches are the builder's (scoped, and sharded with --sharding, as it watches them); the
   // reconciler and the mapper below read the same ones.
@@ -67,10 +69,20 @@ std::shared_ptr<runtime::Controller> add_myresource_controller(runtime::Manager&
   auto flags =
       std::make_shared<FeatureFlags>(builder.cache(kube::resources::config_maps()),
                                      runtime::ObjectKey{options.operator_namespace, options.config_map});
-  auto cluster = std::make_shared<KubeCluster>(
-      manager.writer(), myresources, deployments, [flags] { return flags->current(); },
-      manager.event_recorder(), manager.shard_gate());
-  auto controller = builder.complete(std::make_shared<MyResourceReconciler>(cluster));
+  // One reconciler per cluster (the hub, and each member of a fleet), each on its cluster's caches,
+  // writer and events.
+  auto hub = std::make_shared<std::shared_ptr<KubeCluster>>();
+  auto controller =
+      builder.complete([hub, flags, shard_gate = manager.shard_gate()](const runtime::ClusterCaches& caches) {
+        const runtime::ClusterContext& context = caches.cluster();
+        auto cluster = std::make_shared<KubeCluster>(
+            *context.writer, caches.cache(myresource_type()), caches.cache(kube::resources::deployments()),
+            [flags] { return flags->current(); }, context.recorder,
+            context.id == runtime::kLocalCluster ? shard_gate : nullptr);
+        if (context.id == runtime::kLocalCluster) *hub = cluster;
+        return std::make_shared<MyResourceReconciler>(cluster);
+      });
+  const std::shared_ptr<KubeCluster> cluster = *hub;
 
   OrphanSweeperOptions sweep;
   sweep.period = options.orphan_sweep_period;

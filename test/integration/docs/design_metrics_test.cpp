@@ -1,7 +1,8 @@
 // docs/design.md's metrics table and what the operator binary exposes are the same list of metric
 // families: scraped from the built my-operator on the real control plane, in the configurations
 // that between them register every family (leader election, the webhook with self-managed
-// certificates and tracing in one process; sharding and the storage migration in another).
+// certificates, tracing and a fleet with one unreachable member in one process; sharding and the
+// storage migration in another).
 //
 // A running operator is the one place that shows them all: prometheus-cpp leaves a family without a
 // series out of what it collects, and several get their first series only from traffic (the
@@ -12,6 +13,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <fstream>
 #include <set>
 #include <sstream>
 #include <string>
@@ -83,14 +85,32 @@ TEST_CASE(
   OperatorOptions leader =
       operator_options("myop-metrics-doc-leader", {leader_namespace.name()}, leader_namespace.name());
   leader.extra_cluster_role_files = {"webhook_role.yaml"};
-  leader.extra_role_files = {"webhook_secret_role.yaml"};
+  leader.extra_role_files = {"webhook_secret_role.yaml", "fleet_role.yaml"};
   leader.extra_args = {"--leader-elect",
+                       "--fleet-kubeconfig-secrets",
                        "--webhook-bind-address",
                        "127.0.0.1:" + std::to_string(free_port()),
                        "--webhook-cert-check-interval",
                        "1s",
                        "--otlp-endpoint",
                        "http://127.0.0.1:" + std::to_string(free_port())};
+
+  // A fleet with one member that cannot be reached (nothing listens at its server): engaged and
+  // marked unready, so the fleet's families get their series.
+  const std::string ca_data = testenv::kubectl_or_fail(
+      "config view --raw --minify -o jsonpath={.clusters[0].cluster.certificate-authority-data}");
+  const std::string member_kubeconfig = testenv::binary_dir() + "/metrics-doc-member.kubeconfig";
+  {
+    std::ofstream file(member_kubeconfig);
+    file << "apiVersion: v1\nkind: Config\nclusters: [{name: m, cluster: {server: \"https://127.0.0.1:"
+         << free_port() << "\", certificate-authority-data: " << ca_data
+         << "}}]\nusers: [{name: m, user: {token: unused}}]\ncontexts: [{name: m, context: {cluster: m, "
+            "user: m}}]\ncurrent-context: m\n";
+  }
+  testenv::kubectl_or_fail("create secret generic unreachable-member -n " + leader_namespace.name() +
+                           " --from-file=kubeconfig=" + member_kubeconfig);
+  testenv::kubectl_or_fail("label secret unreachable-member -n " + leader_namespace.name() +
+                           " sigs.k8s.io/multicluster-runtime-kubeconfig=true");
 
   // Sharding over every namespace: the shard metrics, and the storage migrator (which finds nothing
   // to migrate: the fixture's CRD stores v1beta1 only).

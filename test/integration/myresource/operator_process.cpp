@@ -327,8 +327,8 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::size_t audit_mark() {
-  std::ifstream log(testenv::audit_log_path());
+std::size_t audit_mark(const std::string& log_path) {
+  std::ifstream log(log_path.empty() ? testenv::audit_log_path() : log_path);
   std::size_t lines = 0;
   std::string line;
   while (std::getline(log, line)) ++lines;
@@ -405,10 +405,11 @@ void AuditTail::read() {
   pending_.erase(0, start);  // a line the API server is still writing waits for its end
 }
 
-std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark) {
-  std::ifstream log(testenv::audit_log_path());
-  if (!log)
-    FAIL("no audit log at " << testenv::audit_log_path() << " (the control plane must run with --audit)");
+std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark,
+                                      const std::string& log_path) {
+  const std::string path = log_path.empty() ? testenv::audit_log_path() : log_path;
+  std::ifstream log(path);
+  if (!log) FAIL("no audit log at " << path << " (the control plane must run with --audit)");
   std::vector<AuditEntry> entries;
   std::string line;
   for (std::size_t number = 0; std::getline(log, line); ++number) {
@@ -418,9 +419,9 @@ std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark)
   return entries;
 }
 
-std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark) {
+std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark, const std::string& log_path) {
   std::vector<AuditEntry> writes;
-  for (auto& entry : audit_entries(user, mark)) {
+  for (auto& entry : audit_entries(user, mark, log_path)) {
     if (counted_write(entry)) writes.push_back(std::move(entry));
   }
   return writes;

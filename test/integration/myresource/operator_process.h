@@ -143,14 +143,17 @@ struct AuditEntry {
   std::string describe() const;
 };
 
-// The audit log's current length, to count only what follows.
-std::size_t audit_mark();
+// The audit log's current length, to count only what follows. `log_path` "": the fixture's control
+// plane's; else another's (a fleet member's, support/member_cluster.h), as for the two below.
+std::size_t audit_mark(const std::string& log_path = "");
 // `user`'s requests logged after `mark`. The log is written before the response is sent
 // (blocking mode), so a request the test has seen answered is in it.
-std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark = 0);
+std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark = 0,
+                                      const std::string& log_path = "");
 // The writes among them (create, update, patch, delete, deletecollection), Events and Leases
 // excepted: those are the operator's report and heartbeat, not changes to the cluster.
-std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark = 0);
+std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark = 0,
+                                     const std::string& log_path = "");
 std::string describe(const std::vector<AuditEntry>& entries);
 // `user`'s writes appended to the audit log since this was made, read as they come: each call reads
 // only what was appended since the last, however long the log has grown.
