@@ -38,6 +38,7 @@ std::string all_features_values(const std::string& tenant) {
          "[amd64, arm64]}]}]\n"
          "extraEnv: [{name: MYOP_LOG_LEVEL, value: debug}]\n"
          "tracing: {otlpEndpoint: \"http://otel-collector.observability:4318\", samplingRatio: 0.25}\n"
+         "fleet: {kubeconfigSecrets: {enabled: true}}\n"
          "tenants:\n"
          "  - name: " +
          tenant +
@@ -751,6 +752,114 @@ TEST_CASE(
   INFO(with_namespaces.output);
   CHECK_FALSE(with_namespaces.ok());
   CHECK(with_namespaces.output.find("sharding.enabled needs watchNamespaces empty") != std::string::npos);
+}
+
+TEST_CASE(
+    "packaging: fleet.kubeconfigSecrets.enabled renders --fleet-kubeconfig-secrets and list+watch of the "
+    "release namespace's Secrets, none of it by default, and is refused with sharding",
+    "[packaging][helm][rbac][fleet]") {
+  auto args_of = [](const std::vector<YAML::Node>& objects, const std::string& deployment_name) {
+    const auto deployment = find_object(objects, "Deployment", deployment_name);
+    REQUIRE(deployment);
+    std::set<std::string> args;
+    for (const auto& arg : (*deployment)["spec"]["template"]["spec"]["containers"][0]["args"])
+      args.insert(arg.as<std::string>());
+    return args;
+  };
+  // Every (group/resource:verb) on Secrets that a Role or ClusterRole of the render grants, by its name.
+  auto secret_grants = [](const std::vector<YAML::Node>& objects) {
+    std::map<std::string, std::set<std::string>> grants;
+    for (const auto& role : objects) {
+      const std::string kind = role["kind"].as<std::string>("");
+      if (kind != "Role" && kind != "ClusterRole") continue;
+      for (const auto& grant : all_grants(role))
+        if (grant.rfind("/secrets", 0) == 0)
+          grants[kind + "/" + role["metadata"]["name"].as<std::string>()].insert(grant);
+    }
+    return grants;
+  };
+  const std::map<std::string, std::set<std::string>> webhook_secret_only = {
+      {"Role/my-operator-webhook-secret", expected_webhook_secret_grants("my-operator-webhook-cert")}};
+
+  SECTION("enabled: the flag on the manager, and list+watch of Secrets in the release namespace only") {
+    const auto objects =
+        yaml_documents(helm_template("-n my-operator-system --set fleet.kubeconfigSecrets.enabled=true"));
+    CHECK(rbac_violations(objects).empty());
+    const auto args = args_of(objects, "my-operator");
+    CHECK(args.count("--fleet-kubeconfig-secrets") == 1);
+    CHECK(args.count("--leader-elect") == 1);  // a fleet works under one leader
+    // The webhook-only process runs no controller and refuses the flag.
+    CHECK(args_of(objects, "my-operator-webhook").count("--fleet-kubeconfig-secrets") == 0);
+    const auto role = find_object(objects, "Role", "my-operator-fleet-kubeconfigs");
+    REQUIRE(role);
+    CHECK((*role)["metadata"]["namespace"].as<std::string>() == "my-operator-system");
+    CHECK(all_grants(*role) == std::set<std::string>{"/secrets:list", "/secrets:watch"});
+    const auto binding = find_object(objects, "RoleBinding", "my-operator-fleet-kubeconfigs");
+    REQUIRE(binding);
+    CHECK((*binding)["metadata"]["namespace"].as<std::string>() == "my-operator-system");
+    CHECK((*binding)["roleRef"]["kind"].as<std::string>() == "Role");
+    CHECK((*binding)["roleRef"]["name"].as<std::string>() == "my-operator-fleet-kubeconfigs");
+    REQUIRE((*binding)["subjects"].size() == 1);
+    CHECK((*binding)["subjects"][0]["kind"].as<std::string>() == "ServiceAccount");
+    CHECK((*binding)["subjects"][0]["name"].as<std::string>() == "my-operator");
+    CHECK((*binding)["subjects"][0]["namespace"].as<std::string>() == "my-operator-system");
+    // Nothing else changes: no Secret right anywhere else, no write to a Secret but the webhook's own.
+    auto expected = webhook_secret_only;
+    expected["Role/my-operator-fleet-kubeconfigs"] = {"/secrets:list", "/secrets:watch"};
+    CHECK(secret_grants(objects) == expected);
+    const auto manager = find_object(objects, "ClusterRole", "my-operator-manager");
+    REQUIRE(manager);
+    CHECK(granted(*manager) == expected_manager_grants());
+  }
+  SECTION("by default: no flag and no right on Secrets but the webhook's own") {
+    const auto objects = yaml_documents(helm_template("-n my-operator-system"));
+    for (const char* deployment : {"my-operator", "my-operator-webhook"}) {
+      INFO(deployment);
+      CHECK(args_of(objects, deployment).count("--fleet-kubeconfig-secrets") == 0);
+    }
+    CHECK_FALSE(find_object(objects, "Role", "my-operator-fleet-kubeconfigs"));
+    CHECK_FALSE(find_object(objects, "RoleBinding", "my-operator-fleet-kubeconfigs"));
+    CHECK(secret_grants(objects) == webhook_secret_only);
+  }
+  SECTION("with sharding.enabled: refused, as the operator refuses the two flags together") {
+    const auto refused = testenv::run(
+        helm_binary() + " template " + shell_quote(chart_folder()) + " --kube-version " + server_version() +
+        " --set fleet.kubeconfigSecrets.enabled=true --set sharding.enabled=true");
+    INFO(refused.output);
+    CHECK_FALSE(refused.ok());
+    CHECK(refused.output.find("fleet.kubeconfigSecrets.enabled does not work with sharding.enabled") !=
+          std::string::npos);
+  }
+}
+
+TEST_CASE(
+    "packaging: config/fleet/member-rbac.yaml grants a member's operator identity the chart's manager rules, "
+    "and the API server accepts it",
+    "[packaging][helm][rbac][fleet]") {
+  const std::string text = read_text(testenv::source_dir() + "/config/fleet/member-rbac.yaml");
+  const auto objects = yaml_documents(text);
+  CHECK(objects.size() == 2);
+  const auto violations = rbac_violations(objects);
+  for (const auto& violation : violations) UNSCOPED_INFO(violation);
+  CHECK(violations.empty());
+  const auto role = find_object(objects, "ClusterRole", "my-operator-fleet-member");
+  REQUIRE(role);
+  // In a member the operator does what it does in the hub: the same rules, verb for verb.
+  CHECK(all_grants(*role) == expected_manager_grants());
+  const auto hub = find_object(yaml_documents(helm_template("-n my-operator-system")), "ClusterRole",
+                               "my-operator-manager");
+  REQUIRE(hub);
+  CHECK(same_yaml((*role)["rules"], (*hub)["rules"]));
+  const auto binding = find_object(objects, "ClusterRoleBinding", "my-operator-fleet-member");
+  REQUIRE(binding);
+  CHECK((*binding)["roleRef"]["kind"].as<std::string>() == "ClusterRole");
+  CHECK((*binding)["roleRef"]["name"].as<std::string>() == "my-operator-fleet-member");
+  REQUIRE((*binding)["subjects"].size() == 1);
+  CHECK((*binding)["subjects"][0]["kind"].as<std::string>() == "User");
+  CHECK((*binding)["subjects"][0]["name"].as<std::string>() == "my-operator-fleet");
+  const auto result = server_dry_run(text);
+  INFO(result.output);
+  CHECK(result.ok());
 }
 
 TEST_CASE(
