@@ -13,7 +13,8 @@ HELM = "$$(hack/build-tools.sh --print-bin-dir helm)/helm"
 # The control plane's version (hack/tools/versions.env): helm lints the chart against it.
 KUBERNETES_VERSION := $(shell sed -n 's/^KUBERNETES_VERSION=//p' hack/tools/versions.env)
 
-.PHONY: all deps tools configure build test unit-test integration-test e2e run demo demo-down \
+.PHONY: all deps tools configure build test unit-test integration-test e2e run demo demo-down demo-fleet \
+        demo-fleet-down \
         deploy undeploy helm-lint bench fuzz sbom scan testenv-up testenv-down fmt check-format lint \
         sanitize asan tsan asan-operator clean fresh-check test-ctest
 
@@ -65,6 +66,13 @@ demo: deps tools build
 
 demo-down:
 	hack/demo.sh --down
+
+# The same operator as the hub of a fleet: two more local control planes as members
+# (docs/multicluster.md). demo-fleet-down stops them all.
+demo-fleet: deps tools build
+	hack/demo.sh --fleet $(BUILD_DIR)/my-operator
+
+demo-fleet-down: demo-down
 
 # Installs the chart into the cluster of $KUBECONFIG (the image must be pullable there).
 deploy: tools
