@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
+#include <iterator>
 #include <string_view>
 
 #include "base/uuid.h"
@@ -18,6 +20,7 @@
 #include "myresource/preflight.h"
 #include "myresource/types.h"
 #include "runtime/election/leader_election.h"
+#include "runtime/fleet/cluster_profile.h"
 #include "runtime/http/metrics_authorizer.h"
 #include "runtime/migration/storage_migration.h"
 #include "trace/otlp_http_exporter.h"
@@ -84,6 +87,28 @@ std::shared_ptr<trace::Tracer> make_tracer(const Options& options, prometheus::R
                                                                trace::BatchOptions{}, &registry);
   return std::make_shared<trace::Tracer>(trace::RatioSampler(options.trace_sampling_ratio),
                                          std::move(processor));
+}
+
+// --fleet-cluster-profile-providers: the provider file read and checked, and the ClusterProfile CRD
+// served by the hub (else its informer would fail forever, the process never ready).
+kube::Result<runtime::fleet::FleetOptions::ClusterProfiles> cluster_profile_source(
+    kube::Client& client, const Options& options, const std::string& operator_namespace) {
+  const std::string& path = options.fleet_cluster_profile_providers;
+  std::ifstream file(path, std::ios::binary);
+  if (!file) return failure("--fleet-cluster-profile-providers: cannot read " + path);
+  const std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  auto providers = runtime::fleet::parse_access_providers(text, path);
+  if (!providers) return failure("--fleet-cluster-profile-providers: " + providers.error());
+  const kube::ResourceType type = runtime::fleet::cluster_profiles();
+  if (auto served = client.resource_for_kind(type.group, type.version, type.kind); !served) {
+    return failure(
+        "--fleet-cluster-profile-providers needs the ClusterProfile CRD (" + type.group + "/" + type.version +
+        ", from the sigs.k8s.io/cluster-inventory-api module) in the cluster: " + served.error().message);
+  }
+  return runtime::fleet::FleetOptions::ClusterProfiles{options.fleet_cluster_profile_namespace.empty()
+                                                           ? operator_namespace
+                                                           : options.fleet_cluster_profile_namespace,
+                                                       std::move(providers).value()};
 }
 
 }  // namespace
@@ -230,10 +255,19 @@ kube::Result<std::unique_ptr<runtime::Manager>> make_manager(const Options& opti
                         base::random_uuid().substr(0, 8);
     manager.sharding = sharding;
   }
-  if (options.fleet_kubeconfig_secrets) {
+  if (options.fleet_kubeconfig_secrets || !options.fleet_cluster_profile_providers.empty()) {
     runtime::fleet::FleetOptions fleet;
     fleet.namespace_name = operator_namespace;
+    fleet.kubeconfig_secrets = options.fleet_kubeconfig_secrets;
+    if (!options.fleet_cluster_profile_providers.empty()) {
+      auto profiles = cluster_profile_source(*client, options, operator_namespace);
+      if (!profiles) return std::move(profiles).error();
+      fleet.cluster_profiles = std::move(profiles).value();
+    }
     fleet.transport = transport_options;
+    // Sharded, several replicas write to a member under one identity (its Secret's): the User-Agent
+    // says which replica sent what, in the member's audit log.
+    if (manager.sharding) fleet.transport.user_agent += " (" + manager.sharding->identity + ")";
     fleet.client = client_options;
     manager.fleet = std::move(fleet);
   }

@@ -117,6 +117,12 @@ void define_flags(CLI::App& app, Options& options, DurationFlags& durations) {
            "Also reconcile the member clusters whose kubeconfigs are in Secrets of the operator's namespace "
            "labelled sigs.k8s.io/multicluster-runtime-kubeconfig (key kubeconfig), engaged and disengaged "
            "as the Secrets come and go");
+  add("fleet-cluster-profile-providers", options.fleet_cluster_profile_providers,
+      "Also reconcile the member clusters of the ClusterProfiles (multicluster.x-k8s.io/v1alpha1) in "
+      "--fleet-cluster-profile-namespace, with credentials from the exec plugins of this access "
+      "provider file (cluster-inventory-api's format)");
+  add("fleet-cluster-profile-namespace", options.fleet_cluster_profile_namespace,
+      "Namespace of the ClusterProfiles (default: the operator's namespace)");
   add("max-concurrent-reconciles", options.max_concurrent_reconciles, "Number of reconcile workers")
       ->check(CLI::Range(1, 1024));
   add("qps", options.qps,
@@ -223,11 +229,6 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
                                  "needs every namespace watched (shards are namespaces' hashes): "
                                  "drop --namespaces");
     }
-    if (options.fleet_kubeconfig_secrets && options.sharding) {
-      throw CLI::ValidationError("--fleet-kubeconfig-secrets",
-                                 "does not work with --sharding yet (members are not shared among "
-                                 "replicas): use --leader-elect");
-    }
     if (!options.metrics_secure && !options.metrics_cert_dir.empty()) {
       throw CLI::ValidationError("--metrics-cert-dir",
                                  "needs --metrics-secure (metrics are plain HTTP without it)");
@@ -274,10 +275,11 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
       throw CLI::ValidationError("--webhook-only",
                                  "needs --webhook-bind-address (the webhook is all it serves)");
     if (options.webhook_only &&
-        (options.leader_elect || options.sharding || options.fleet_kubeconfig_secrets))
+        (options.leader_elect || options.sharding || options.fleet_kubeconfig_secrets ||
+         !options.fleet_cluster_profile_providers.empty()))
       throw CLI::ValidationError("--webhook-only",
-                                 "runs no controller: --leader-elect, --sharding and "
-                                 "--fleet-kubeconfig-secrets do not apply");
+                                 "runs no controller: --leader-elect, --sharding and the --fleet-* "
+                                 "flags do not apply");
     options.webhook_cert_names = split_namespaces(options.webhook_cert_names_flag);
     options.webhook_crds = split_namespaces(options.webhook_crds_flag);
     if (options.watch_stall_timeout < std::chrono::seconds(65)) {

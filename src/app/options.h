@@ -31,6 +31,11 @@ struct Options {
   // sigs.k8s.io/multicluster-runtime-kubeconfig, key `kubeconfig`), engaged and disengaged as the
   // Secrets come and go (docs/multicluster.md).
   bool fleet_kubeconfig_secrets = false;
+  // Member clusters from ClusterProfiles (multicluster.x-k8s.io) of `fleet_cluster_profile_namespace`
+  // (default: the operator's), with credentials from the access providers of this file
+  // (cluster-inventory-api's provider file format); empty: none.
+  std::string fleet_cluster_profile_providers;
+  std::string fleet_cluster_profile_namespace;
   int max_concurrent_reconciles = 4;
   // No client-side rate limit by default: the API server's Priority and Fairness limits clients,
   // and its 429 + Retry-After is honoured.

@@ -106,6 +106,10 @@ void configure_logging(LogFormat format, spdlog::level::level_enum level) {
 LogFormat log_format() { return current_format; }
 
 void log(spdlog::level::level_enum level, std::string_view message, std::initializer_list<LogField> fields) {
+  log(level, message, std::span<const LogField>(fields.begin(), fields.size()));
+}
+
+void log(spdlog::level::level_enum level, std::string_view message, std::span<const LogField> fields) {
   if (!spdlog::should_log(level)) return;
   std::string payload(message);
   if (current_format == LogFormat::json) {

@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include <initializer_list>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -22,6 +23,8 @@ struct LogField {
 
 // Logs `message` with fields, e.g. {{"controller", "myresource"}, {"namespace", "a"}}.
 void log(spdlog::level::level_enum level, std::string_view message, std::initializer_list<LogField> fields);
+// The same with fields built at run time (some present only sometimes).
+void log(spdlog::level::level_enum level, std::string_view message, std::span<const LogField> fields);
 
 // The text of one JSON string literal, quotes included.
 std::string json_quote(std::string_view text);

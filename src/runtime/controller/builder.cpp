@@ -1,6 +1,9 @@
 #include "runtime/controller/builder.h"
 
+#include <map>
+#include <mutex>
 #include <stdexcept>
+#include <utility>
 
 #include "runtime/controller/cluster_reconcilers.h"
 #include "runtime/fleet/fleet.h"
@@ -140,57 +143,100 @@ std::shared_ptr<Controller> ControllerBuilder::complete(const ReconcilerFactory&
     throw std::logic_error("ControllerBuilder: complete() without for_kind() for " + options_.name);
   auto reconcilers = std::make_shared<ClusterReconcilers>();
   ControllerOptions options = options_;
-  // A cluster whose API server hangs holds at most all workers but one.
-  if (manager_.fleet() && options.max_concurrent_reconciles > 1 &&
-      options.queue.max_in_flight_per_cluster == 0)
-    options.queue.max_in_flight_per_cluster = static_cast<std::size_t>(options.max_concurrent_reconciles - 1);
+  if (fleet::Fleet* fleet = manager_.fleet()) {
+    // A cluster whose API server hangs holds at most all workers but one.
+    if (options.max_concurrent_reconciles > 1 && options.queue.max_in_flight_per_cluster == 0)
+      options.queue.max_in_flight_per_cluster =
+          static_cast<std::size_t>(options.max_concurrent_reconciles - 1);
+    options.cluster_name = [fleet](ClusterId cluster) { return fleet->name_of(cluster).value_or(""); };
+    // Sharded: a member's keys are all of its one unit of work.
+    options.shard_unit = [fleet](const ObjectKey& key) {
+      return key.cluster == kLocalCluster
+                 ? key.namespace_name
+                 : fleet::member_shard_unit(fleet->name_of(key.cluster).value_or(""));
+    };
+  }
   auto controller = std::make_shared<Controller>(options, reconcilers);
   subscribe_hub(*controller);
   reconcilers->add(kLocalCluster, make(ClusterCaches(manager_.hub(), scopes(false))), nullptr, true);
-  if (fleet::Fleet* fleet = manager_.fleet()) {
-    struct MemberWatch {
-      kube::ResourceType type;
-      InformerScope scope;
-      EventMapper mapper;
-      std::vector<Predicate> predicates;
-      std::optional<InformerSet::WatchedAs> role;
-    };
-    std::vector<MemberWatch> member_watches;
-    for (const Watch& watch : watches_) {
-      if (watch.hub_only) continue;
-      InformerScope scope = watch.scope;
-      scope.sharded = false;
-      member_watches.push_back({watch.type, std::move(scope), watch.mapper, watch.predicates, watch.role});
-    }
-    // The controller lives as long as the manager, which stops the fleet (and so every member's
-    // informers) before it goes.
-    Controller* raw = controller.get();
-    fleet->on_engage([raw, reconcilers, member_watches = std::move(member_watches),
-                      member_scopes = scopes(true), primary = *primary_, make](const ClusterContext& member) {
-      for (const MemberWatch& watch : member_watches) {
-        std::shared_ptr<InformerSet> informers = member.informers->informer(watch.type, watch.scope);
-        if (watch.role) informers->watched_as(*watch.role);
-        raw->watch_cluster(member.id, *informers, watch.mapper, watch.predicates);
-      }
-      ClusterCaches caches(member, member_scopes);
-      const CacheReader primary_cache = caches.cache(primary);
-      reconcilers->add(member.id, make(caches), std::make_shared<const ClusterContext>(member), false);
-      fleet::Engagement engagement;
-      const ClusterId id = member.id;
-      engagement.synced = [raw, reconcilers, primary_cache, id] {
-        reconcilers->set_ready(id);
-        for (ObjectKey key : primary_cache.keys()) {
-          key.cluster = id;
-          raw->enqueue(key, {Priority::low});
-        }
-      };
-      engagement.health = [reconcilers, id](bool ready) { reconcilers->set_healthy(id, ready); };
-      engagement.disengaged = [reconcilers, id] { reconcilers->remove(id); };
-      return engagement;
-    });
-  }
+  if (manager_.fleet()) engage_members(controller, reconcilers, make);
   manager_.add_controller(controller);
   return controller;
+}
+
+void ControllerBuilder::engage_members(const std::shared_ptr<Controller>& controller,
+                                       const std::shared_ptr<ClusterReconcilers>& reconcilers,
+                                       const ReconcilerFactory& make) {
+  struct MemberWatch {
+    kube::ResourceType type;
+    InformerScope scope;
+    EventMapper mapper;
+    std::vector<Predicate> predicates;
+    std::optional<InformerSet::WatchedAs> role;
+  };
+  std::vector<MemberWatch> member_watches;
+  for (const Watch& watch : watches_) {
+    if (watch.hub_only) continue;
+    InformerScope scope = watch.scope;
+    scope.sharded = false;
+    member_watches.push_back({watch.type, std::move(scope), watch.mapper, watch.predicates, watch.role});
+  }
+  // The engaged members' primary caches by the slot of each (sharded: a slot that opens here brings
+  // its members' objects to the queue, as a sharded cache redelivers a namespace's).
+  struct Members {
+    std::mutex mutex;
+    std::map<ClusterId, std::pair<int, CacheReader>> by_id;
+  };
+  auto members = std::make_shared<Members>();
+  // The controller lives as long as the manager, which stops the fleet (and so every member's
+  // informers) and the shard coordinator before it goes.
+  Controller* raw = controller.get();
+  const auto enqueue_all = [raw](const CacheReader& cache, ClusterId id) {
+    for (ObjectKey key : cache.keys()) {
+      key.cluster = id;
+      raw->enqueue(key, {Priority::low});
+    }
+  };
+  if (ShardCoordinator* coordinator = manager_.shard_coordinator()) {
+    coordinator->on_slot_opened([members, enqueue_all](int slot) {
+      std::lock_guard lock(members->mutex);
+      for (const auto& [id, member] : members->by_id) {
+        if (member.first == slot) enqueue_all(member.second, id);
+      }
+    });
+  }
+  manager_.fleet()->on_engage([raw, reconcilers, members, enqueue_all, gate = manager_.shard_gate(),
+                               member_watches = std::move(member_watches), member_scopes = scopes(true),
+                               primary = *primary_, make](const ClusterContext& member) {
+    for (const MemberWatch& watch : member_watches) {
+      std::shared_ptr<InformerSet> informers = member.informers->informer(watch.type, watch.scope);
+      if (watch.role) informers->watched_as(*watch.role);
+      raw->watch_cluster(member.id, *informers, watch.mapper, watch.predicates);
+    }
+    ClusterCaches caches(member, member_scopes);
+    const CacheReader primary_cache = caches.cache(primary);
+    reconcilers->add(member.id, make(caches), std::make_shared<const ClusterContext>(member), false);
+    const ClusterId id = member.id;
+    {
+      std::lock_guard lock(members->mutex);
+      members->by_id.emplace(
+          id, std::make_pair(gate ? gate->slot_of(fleet::member_shard_unit(member.name)) : 0, primary_cache));
+    }
+    fleet::Engagement engagement;
+    engagement.synced = [reconcilers, enqueue_all, primary_cache, id] {
+      reconcilers->set_ready(id);
+      enqueue_all(primary_cache, id);
+    };
+    engagement.health = [reconcilers, id](bool ready) { reconcilers->set_healthy(id, ready); };
+    engagement.disengaged = [reconcilers, members, id] {
+      {
+        std::lock_guard lock(members->mutex);
+        members->by_id.erase(id);
+      }
+      reconcilers->remove(id);
+    };
+    return engagement;
+  });
 }
 
 }  // namespace myop::runtime

@@ -30,6 +30,7 @@
 #include "runtime/cache/cache_reader.h"
 #include "runtime/cache/informer_registry.h"
 #include "runtime/cache/informer_set.h"
+#include "runtime/controller/cluster_reconcilers.h"
 #include "runtime/controller/controller.h"
 #include "runtime/controller/event_handler.h"
 #include "runtime/controller/predicate.h"
@@ -129,6 +130,10 @@ class ControllerBuilder {
 
   // Subscribes `controller` to the watches in the hub's registry.
   void subscribe_hub(Controller& controller);
+  // complete(ReconcilerFactory)'s part for the fleet's members: their watches, reconcilers, and the
+  // keys they bring when their caches sync (or, sharded, when their slot opens here).
+  void engage_members(const std::shared_ptr<Controller>& controller,
+                      const std::shared_ptr<ClusterReconcilers>& reconcilers, const ReconcilerFactory& make);
   // Each watch's kind and scope, for ClusterCaches (`members`: as a member caches them, unsharded).
   std::vector<std::pair<kube::ResourceType, InformerScope>> scopes(bool members) const;
 

@@ -188,6 +188,8 @@ trace::Span Controller::start_reconcile_span(const WorkItem& item, const Reconci
   span.set_attribute("myoperator.controller", options_.name);
   span.set_attribute("k8s.namespace.name", item.key.namespace_name);
   span.set_attribute("myoperator.name", item.key.name);
+  if (const std::string cluster = cluster_of(item.key); !cluster.empty())
+    span.set_attribute("myoperator.cluster", cluster);
   span.set_attribute("myoperator.reconcile_id", request.reconcile_id);
   span.set_attribute("myoperator.priority", std::string(priority_name(item.priority)));
   span.set_attribute("myoperator.failures", item.failures);
@@ -208,7 +210,9 @@ trace::Span Controller::start_reconcile_span(const WorkItem& item, const Reconci
 void Controller::process(const WorkItem& item) {
   // The ticket is held until the reconcile's writes are done (shard_gate.h).
   const std::optional<ShardGate::Ticket> ticket =
-      options_.shard_gate ? options_.shard_gate->enter(item.key.namespace_name) : std::nullopt;
+      !options_.shard_gate  ? std::nullopt
+      : options_.shard_unit ? options_.shard_gate->enter(options_.shard_unit(item.key))
+                            : options_.shard_gate->enter(item.key.namespace_name);
   if (options_.shard_gate && !ticket) {
     take_event_seen(item.key);
     queue_->done(item, Completion::success());
@@ -273,42 +277,51 @@ void Controller::record_outcome(const WorkItem& item, const ReconcileRequest& re
                                 const ReconcileResult& result, const ReconcileOutcome& outcome,
                                 const std::optional<PendingEvent>& trigger, TimePoint started,
                                 TimePoint finished) {
-  if (outcome.error) metrics_.reconcile_error();
-  if (outcome.terminal) metrics_.terminal_error();
+  const std::string cluster = cluster_of(item.key);
+  if (outcome.error) metrics_.reconcile_error(cluster);
+  if (outcome.terminal) metrics_.terminal_error(cluster);
+  // controller, [cluster,] namespace, name, reconcileID, then what the line adds.
+  const auto fields = [&](std::initializer_list<LogField> more) {
+    std::vector<LogField> all{{"controller", options_.name}};
+    if (!cluster.empty()) all.push_back({"cluster", cluster});
+    all.insert(all.end(), {{"namespace", item.key.namespace_name},
+                           {"name", item.key.name},
+                           {"reconcileID", request.reconcile_id}});
+    all.insert(all.end(), more);
+    return all;
+  };
   if (outcome.logged) {
     log(outcome.log_level, outcome.log_message,
-        {{"controller", options_.name},
-         {"namespace", item.key.namespace_name},
-         {"name", item.key.name},
-         {"reconcileID", request.reconcile_id},
-         {"failures", std::to_string(outcome.failures_after)},
-         {"error", result.message()}});
+        fields({{"failures", std::to_string(outcome.failures_after)}, {"error", result.message()}}));
   }
-  metrics_.reconciled(std::string(outcome.label), finished - started);
+  metrics_.reconciled(std::string(outcome.label), finished - started, cluster);
   if (trigger && trigger->measured) {
     if (outcome.event_handled) {
-      metrics_.event_reconciled(finished - trigger->seen);
+      metrics_.event_reconciled(finished - trigger->seen, cluster);
     } else if (outcome.event_kept) {
       restore_event_seen(item.key, *trigger);  // latency keeps counting through retries
     }
   }
-  log(spdlog::level::debug, "Reconcile finished",
-      {{"controller", options_.name},
-       {"namespace", item.key.namespace_name},
-       {"name", item.key.name},
-       {"reconcileID", request.reconcile_id},
-       {"result", std::string(outcome.label)},
-       {"seconds", std::to_string(to_seconds(finished - started))}});
+  if (spdlog::should_log(spdlog::level::debug)) {
+    log(spdlog::level::debug, "Reconcile finished",
+        fields({{"result", std::string(outcome.label)},
+                {"seconds", std::to_string(to_seconds(finished - started))}}));
+  }
+}
+
+std::string Controller::cluster_of(const ObjectKey& key) const {
+  if (key.cluster == kLocalCluster || !options_.cluster_name) return {};
+  return options_.cluster_name(key.cluster);
 }
 
 ReconcileResult Controller::invoke(const ReconcileRequest& request) {
   try {
     return reconciler_->reconcile(request);
   } catch (const std::exception& exception) {
-    metrics_.panic();
+    metrics_.panic(cluster_of(request.key));
     return ReconcileResult::error(std::string("reconciler threw an exception: ") + exception.what());
   } catch (...) {
-    metrics_.panic();
+    metrics_.panic(cluster_of(request.key));
     return ReconcileResult::error("reconciler threw a non-standard exception");
   }
 }

@@ -20,6 +20,7 @@
 #include <prometheus/registry.h>
 
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -54,6 +55,13 @@ struct ControllerOptions {
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
   // Null: every key is this replica's to reconcile.
   std::shared_ptr<ShardGate> shard_gate;
+  // What names a key's unit of work for the shard gate: its namespace when unset; a fleet member's
+  // keys are all of one unit (runtime/fleet/fleet.h, member_shard_unit).
+  std::function<std::string(const ObjectKey& key)> shard_unit;
+  // The name of a fleet member by its id (runtime/fleet/fleet.h), for the `cluster` label of the
+  // reconcile metrics, the `cluster` field of the reconcile logs and the `myoperator.cluster` attribute
+  // of reconcile spans; unset, or "" for an id: none (the hub's keys never have one).
+  std::function<std::string(ClusterId cluster)> cluster_name;
   // Reconcile deadlines, the shutdown grace period and the work queue run on it.
   std::shared_ptr<const base::Clock> clock = base::system_clock();
   // Null: tracing off.
@@ -123,6 +131,8 @@ class Controller {
                       const ReconcileOutcome& outcome, const std::optional<PendingEvent>& trigger,
                       TimePoint started, TimePoint finished);
   ReconcileResult invoke(const ReconcileRequest& request);
+  // cluster_name of a member key's cluster; "" for the hub's.
+  std::string cluster_of(const ObjectKey& key) const;
   void run_watchdog(std::stop_token stop);
   // The earliest deadline of a reconcile not yet cancelled.
   std::optional<TimePoint> next_deadline_locked() const;

@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "base/digest.h"
 #include "kube/resource.h"
 #include "runtime/logging.h"
 
@@ -16,22 +17,25 @@ std::string joined(const std::vector<std::string>& lines) {
 
 }  // namespace
 
+// The name first: FNV-1a's top bits (the slot) hardly move with the last bytes of a string, and member
+// names often differ only at their end (member-1, member-2).
+std::string member_shard_unit(std::string_view name) { return std::string(name) + "/fleet-member"; }
+
 Fleet::Fleet(InformerRegistry& hub, FleetOptions options) : options_(std::move(options)) {
   if (!options_.clock) options_.clock = base::system_clock();
   if (options_.namespace_name.empty())
     throw std::invalid_argument("FleetOptions: namespace_name (where the kubeconfig Secrets live) is empty");
   if (options_.field_manager.empty()) throw std::invalid_argument("FleetOptions: field_manager is empty");
-  secrets_ = hub.informer(kube::resources::secrets(),
-                          InformerScope{{options_.namespace_name}, options_.label, {}, false});
-  // Subscribed before the registry starts, so the initial list is seen; the Fleet's thread does the work.
-  secrets_->subscribe([this](const ObjectEvent& event) {
-    if (!event.object) return;
-    if (event.type == EventType::deleted) {
-      post({nullptr, std::string(event.object->name()), std::nullopt});
-    } else {
-      post({event.object, {}, std::nullopt});
-    }
-  });
+  if (options_.kubeconfig_secrets) {
+    secrets_ = hub.informer(kube::resources::secrets(),
+                            InformerScope{{options_.namespace_name}, options_.label, {}, false});
+    watch_source(*secrets_, false);
+  }
+  if (options_.cluster_profiles) {
+    profiles_ = hub.informer(cluster_profiles(),
+                             InformerScope{{options_.cluster_profiles->namespace_name}, {}, {}, false});
+    watch_source(*profiles_, true);
+  }
   if (options_.registry) {
     member_ready_ = &prometheus::BuildGauge()
                          .Name("myoperator_fleet_member_ready")
@@ -56,6 +60,21 @@ Fleet::Fleet(InformerRegistry& hub, FleetOptions options) : options_(std::move(o
 
 Fleet::~Fleet() { stop(); }
 
+void Fleet::watch_source(InformerSet& source, bool profile) {
+  // Subscribed before the registry starts, so the initial list is seen; the Fleet's thread does the work.
+  source.subscribe([this, profile](const ObjectEvent& event) {
+    if (!event.object) return;
+    if (event.type == EventType::deleted) {
+      const std::string name =
+          profile ? std::string(event.object->namespace_name()) + "/" + std::string(event.object->name())
+                  : std::string(event.object->name());
+      post({nullptr, name, std::nullopt, profile});
+    } else {
+      post({event.object, {}, std::nullopt, profile});
+    }
+  });
+}
+
 void Fleet::on_engage(EngageHook hook) { hooks_.push_back(std::move(hook)); }
 
 void Fleet::start() {
@@ -78,9 +97,28 @@ void Fleet::stop() {
   for (const ClusterId id : ids) disengage(id);
 }
 
-bool Fleet::has_synced() const { return secrets_->has_synced(); }
+bool Fleet::has_synced() const {
+  return (!secrets_ || secrets_->has_synced()) && (!profiles_ || profiles_->has_synced());
+}
 
-void Fleet::on_synced(std::function<void()> callback) { secrets_->on_synced(std::move(callback)); }
+void Fleet::on_synced(std::function<void()> callback) {
+  if (secrets_ && profiles_) {
+    // Once both have: the second to sync calls back.
+    auto remaining = std::make_shared<std::atomic<int>>(2);
+    auto shared = std::make_shared<std::function<void()>>(std::move(callback));
+    for (const auto& source : {secrets_, profiles_}) {
+      source->on_synced([remaining, shared] {
+        if (remaining->fetch_sub(1) == 1) (*shared)();
+      });
+    }
+  } else if (secrets_) {
+    secrets_->on_synced(std::move(callback));
+  } else if (profiles_) {
+    profiles_->on_synced(std::move(callback));
+  } else {
+    callback();
+  }
+}
 
 std::vector<MemberState> Fleet::members() const {
   std::lock_guard lock(mutex_);
@@ -134,9 +172,27 @@ void Fleet::apply(const Work& work) {
   }
   std::vector<MembershipChange> changes;
   EventSubject subject;
-  if (work.secret) {
+  if (work.secret && work.profile) {
+    subject = EventSubject::of(*work.secret);
+    const kube::ObjectView profile = work.secret->view();
+    // Read first: its digest covers only what engages the member (the access provider used), not the
+    // profile's conditions and properties, which move on their own.
+    auto source = read_cluster_profile(profile, options_.cluster_profiles->providers);
+    const std::string digest = source ? source->digest : base::sha256_hex(source.error().message);
+    changes = membership_.observe(std::string(profile.namespace_name()) + "/" + std::string(profile.name()),
+                                  digest, [&source] { return source; });
+  } else if (work.secret) {
     subject = EventSubject::of(*work.secret);
     changes = membership_.observe(work.secret->view());
+  } else if (work.profile) {
+    const auto slash = work.deleted.find('/');
+    subject = {"multicluster.x-k8s.io/v1alpha1",
+               "ClusterProfile",
+               work.deleted.substr(0, slash),
+               work.deleted.substr(slash + 1),
+               {},
+               {}};
+    changes = membership_.remove(work.deleted);
   } else {
     subject = {"v1", "Secret", options_.namespace_name, work.deleted, {}, {}};
     changes = membership_.remove(work.deleted);
@@ -193,11 +249,18 @@ void Fleet::engage(const MembershipChange& change, const EventSubject& secret) {
   member.server = source.config.server;
   member.secret = secret;
   // After disengagement nothing is written to the member, whatever is still in flight.
-  context.writer->set_fence([engaged = member.engaged, name = change.name](
-                                const kube::ResourceType&, const ObjectKey&) -> kube::Result<void> {
-    if (engaged->load()) return {};
-    return kube::make_error(kube::Reason::Cancelled,
-                            "not written: member cluster " + name + " is no longer engaged");
+  context.writer->set_fence([engaged = member.engaged, name = change.name, gate = options_.shard_gate,
+                             unit = member_shard_unit(change.name)](const kube::ResourceType&,
+                                                                    const ObjectKey&) -> kube::Result<void> {
+    if (!engaged->load())
+      return kube::make_error(kube::Reason::Cancelled,
+                              "not written: member cluster " + name + " is no longer engaged");
+    if (gate && !gate->may_write(unit))
+      return kube::make_error(kube::Reason::Cancelled, "not written: the shard slot of member cluster " +
+                                                           name +
+                                                           " is not this replica's now (handed over, or "
+                                                           "membership lost)");
+    return {};
   });
   for (const EngageHook& hook : hooks_) member.engagements.push_back(hook(context));
   if (member_ready_) {

@@ -1,6 +1,7 @@
 // The member clusters of a fleet, engaged and disengaged while the process runs, from kubeconfig
 // Secrets in the hub (runtime/fleet/kubeconfig_secret.h), as multicluster-runtime's kubeconfig provider
-// does: a Secret added engages its cluster, a rotation re-engages it under a new ClusterId, a deletion
+// does, and from ClusterProfiles (runtime/fleet/cluster_profile.h), as its cluster-inventory provider
+// does: a source added engages its cluster, a rotation re-engages it under a new ClusterId, a deletion
 // (or bytes that can no longer be used) disengages it, without a restart (runtime/fleet/membership.h).
 //
 // A member, while engaged, has what the manager has for the hub (runtime/fleet/cluster_context.h): its
@@ -25,7 +26,8 @@
 // that cannot be reached is engaged anyway and retried by its informers.
 //
 // After disengagement every write to the member is refused by its writer's fence, so a reconcile
-// still in flight cannot write to a cluster the fleet has left.
+// still in flight cannot write to a cluster the fleet has left. With sharding, every replica engages
+// every member (warm caches), and a member is written by the replica that owns its slot alone.
 #pragma once
 
 #include <prometheus/counter.h>
@@ -52,15 +54,26 @@
 #include "runtime/cache/informer_set.h"
 #include "runtime/controller/event_recorder.h"
 #include "runtime/fleet/cluster_context.h"
+#include "runtime/fleet/cluster_profile.h"
 #include "runtime/fleet/kubeconfig_secret.h"
 #include "runtime/fleet/membership.h"
 #include "runtime/manager/runnable.h"
+#include "runtime/sharding/shard_gate.h"
 
 namespace myop::runtime::fleet {
 
 struct FleetOptions {
   // The hub namespace whose labelled Secrets describe the members (the operator's own).
   std::string namespace_name;
+  // Whether those Secrets are a source of members.
+  bool kubeconfig_secrets = true;
+  // Set: ClusterProfiles of this hub namespace are a source of members too, with credentials from
+  // these access providers (runtime/fleet/cluster_profile.h).
+  struct ClusterProfiles {
+    std::string namespace_name;
+    std::vector<AccessProvider> providers;
+  };
+  std::optional<ClusterProfiles> cluster_profiles;
   // The label that marks a kubeconfig Secret (any value).
   std::string label = std::string(kKubeconfigSecretLabel);
   // Each member's transport and client: its own connections, rate limit and backoff.
@@ -78,12 +91,20 @@ struct FleetOptions {
   std::shared_ptr<const base::Clock> clock = base::system_clock();
   // Events about members (engaged, refused, unready), on their Secrets; null: none.
   std::shared_ptr<EventRecorder> hub_events;
+  // Set (--sharding): members are shared among the replicas. Each member is one unit of work, named
+  // member_shard_unit(its name), in the slot that name hashes to; its writer writes only while that
+  // slot is this replica's (ShardGate::may_write), as a namespace's objects are fenced in the hub.
+  std::shared_ptr<ShardGate> shard_gate;
   Duration health_period = std::chrono::seconds(2);
   // Each member's API server is asked GET /readyz every health_period; no answer within this, or
   // not 200, makes the member unready (a paused or overloaded API server keeps its connections and
   // its watches silent, which no cache notices).
   std::chrono::milliseconds probe_timeout = std::chrono::seconds(3);
 };
+
+// The shard unit of member `name`: every object of a member is in one slot, that of this name (which no
+// namespace can have: a namespace name has no '/').
+std::string member_shard_unit(std::string_view name);
 
 // What a controller does with one engaged member once its caches have synced, and when it goes.
 struct Engagement {
@@ -149,12 +170,15 @@ class Fleet final : public Runnable {
     bool announced_unready = false;
     prometheus::Gauge* ready_gauge = nullptr;
   };
-  // A Secret event, or a member whose caches synced, for the Fleet's thread.
+  // A Secret or ClusterProfile event, or a member whose caches synced, for the Fleet's thread.
   struct Work {
-    std::shared_ptr<const kube::Object> secret;  // added or updated
-    std::string deleted;                         // the name of a deleted Secret
+    std::shared_ptr<const kube::Object> secret;  // added or updated (a ClusterProfile with `profile`)
+    std::string deleted;                         // the name of a deleted Secret or ClusterProfile
     std::optional<ClusterId> synced;
+    bool profile = false;
   };
+  // Posts the events of one source of members.
+  void watch_source(InformerSet& source, bool profile);
 
   void post(Work work);
   void run(std::stop_token stop);
@@ -168,7 +192,8 @@ class Fleet final : public Runnable {
   void event(const EventSubject& secret, EventSeverity severity, std::string reason, std::string note);
 
   FleetOptions options_;
-  std::shared_ptr<InformerSet> secrets_;
+  std::shared_ptr<InformerSet> secrets_;   // null without kubeconfig_secrets
+  std::shared_ptr<InformerSet> profiles_;  // null without cluster_profiles
   std::vector<EngageHook> hooks_;
   Membership membership_;  // the Fleet's thread only
 

@@ -5,10 +5,14 @@
 namespace myop::runtime::fleet {
 
 std::vector<MembershipChange> Membership::observe(const kube::ObjectView& secret) {
-  const std::string name(secret.name());
   // Usable or not: a refused Secret seen again unchanged (a resync) is not refused again, and a fixed
   // one is read again.
-  const std::string digest = kubeconfig_digest(secret);
+  return observe(std::string(secret.name()), kubeconfig_digest(secret),
+                 [&secret] { return read_kubeconfig_secret(secret); });
+}
+
+std::vector<MembershipChange> Membership::observe(const std::string& name, const std::string& digest,
+                                                  const std::function<kube::Result<MemberSource>()>& read) {
   std::vector<MembershipChange> changes;
   auto [position, added] = members_.try_emplace(name);
   Member& member = position->second;
@@ -18,7 +22,7 @@ std::vector<MembershipChange> Membership::observe(const kube::ObjectView& secret
     changes.push_back({MembershipChange::Kind::disengage, name, member.id, std::nullopt, {}});
     member.id = kLocalCluster;
   }
-  auto source = read_kubeconfig_secret(secret);
+  auto source = read();
   if (!source) {
     changes.push_back({MembershipChange::Kind::refuse, name, kLocalCluster, std::nullopt,
                        std::move(source).error().message});

@@ -38,7 +38,11 @@ class Membership {
  public:
   // A Secret added or updated (as the API server returns it): the changes, in the order to apply them.
   std::vector<MembershipChange> observe(const kube::ObjectView& secret);
-  // The Secret `name` was deleted.
+  // Any source of members (a ClusterProfile, runtime/fleet/cluster_profile.h): `digest` of what
+  // describes it (equal digests: nothing changed, `read` is not called), `read` its member.
+  std::vector<MembershipChange> observe(const std::string& name, const std::string& digest,
+                                        const std::function<kube::Result<MemberSource>()>& read);
+  // The Secret (or other source) `name` was deleted.
   std::vector<MembershipChange> remove(std::string_view name);
 
   // The engaged cluster of that name, if any.

@@ -113,10 +113,7 @@ Manager::Manager(ManagerOptions options)
         std::make_unique<ShardCoordinator>(options_.client, *informers_, shard_gate_, *options_.sharding);
   }
   if (options_.fleet) {
-    if (!options_.client || options_.sharding) {
-      throw std::invalid_argument(
-          "ManagerOptions: a fleet needs a client and no sharding (members are not shared among replicas)");
-    }
+    if (!options_.client) throw std::invalid_argument("ManagerOptions: a fleet needs a client");
     fleet::FleetOptions fleet = *options_.fleet;
     if (fleet.field_manager.empty()) fleet.field_manager = options_.field_manager;
     if (!fleet.registry) fleet.registry = options_.registry;
@@ -124,6 +121,7 @@ Manager::Manager(ManagerOptions options)
     fleet.informer = options_.informers.informer;
     if (fleet.events.reporting_controller.empty()) fleet.events = options_.events;
     if (!fleet.events.registry) fleet.events.registry = options_.registry;
+    fleet.shard_gate = shard_gate_;
     if (!fleet.hub_events && !options_.events.reporting_controller.empty())
       fleet.hub_events = event_recorder();
     fleet_ = std::make_shared<fleet::Fleet>(*informers_, std::move(fleet));

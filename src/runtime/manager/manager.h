@@ -119,10 +119,11 @@ struct ManagerOptions {
   std::shared_ptr<const base::Clock> clock = base::system_clock();
   // Null: tracing off. Set: every controller built on this manager traces its reconciles.
   std::shared_ptr<trace::Tracer> tracer{};
-  // Set (with a client, without sharding): member clusters from kubeconfig Secrets, engaged and
-  // disengaged at run time (runtime/fleet/fleet.h); controllers completed with a reconciler per cluster
+  // Set (with a client): member clusters from kubeconfig Secrets, engaged and disengaged at run time
+  // (runtime/fleet/fleet.h); controllers completed with a reconciler per cluster
   // (ControllerBuilder::complete(ReconcilerFactory)) reconcile them too. Its field manager, informer
-  // and event options, registry, clock and hub event recorder default to the manager's.
+  // and event options, registry, clock and hub event recorder default to the manager's; with sharding,
+  // each member is a unit of work of the shard slots, written by one replica at a time.
   std::optional<fleet::FleetOptions> fleet;
 };
 

@@ -166,6 +166,10 @@ LeaseRecord ShardCoordinator::new_record(const std::string& name) const {
 
 void ShardCoordinator::on_lost(std::function<void()> callback) { on_lost_.set(std::move(callback)); }
 
+void ShardCoordinator::on_slot_opened(std::function<void(int slot)> callback) {
+  on_slot_opened_.push_back(std::move(callback));
+}
+
 void ShardCoordinator::wake() { worker_.trigger(); }
 
 Duration ShardCoordinator::give_up_after() const {
@@ -455,6 +459,7 @@ void ShardCoordinator::step(std::stop_token stop) {
       for (const auto& set : informers_.sharded()) {
         if (set->redelivered_on_open()) set->redeliver_slot(slot);
       }
+      for (const auto& opened : on_slot_opened_) opened(slot);
       state.state = SlotState::active;
       slot_opened = true;
       const double seconds = to_seconds(options_.clock->now() - state.wanted_since);

@@ -107,6 +107,10 @@ class ShardCoordinator {
   bool start(std::stop_token stop);
   // Called once, from the coordinator's thread, when membership is lost (the gate is closed already).
   void on_lost(std::function<void()> callback);
+  // Called from the coordinator's thread each time a slot opens here (the gate is open for it and its
+  // sharded caches redelivered), for work that no sharded cache redelivers (a fleet member's objects,
+  // runtime/fleet/fleet.h). Set before start(); must not block.
+  void on_slot_opened(std::function<void(int slot)> callback);
   // Leaves: drains every slot (in-flight work gets `grace`), frees the slot Leases, deletes the member
   // Lease. After a loss it only stops the threads.
   void stop(Duration grace);
@@ -166,6 +170,7 @@ class ShardCoordinator {
 
   mutable std::mutex mutex_;
   LostCallback on_lost_;
+  std::vector<std::function<void(int slot)>> on_slot_opened_;  // set before start()
   std::atomic<bool> lost_{false};
   std::atomic<bool> joined_{false};
   TimePoint joined_at_{};  // set by start() before the work thread runs; read by it only

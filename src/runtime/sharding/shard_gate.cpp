@@ -43,6 +43,10 @@ void ShardGate::leave(int slot) {
   drained_.notify_all();
 }
 
+int ShardGate::slot_of(std::string_view namespace_name) const {
+  return shard_slot(namespace_name, slot_count());
+}
+
 void ShardGate::activate(int slot) {
   std::lock_guard lock(mutex_);
   if (!closed_) slots_.at(static_cast<std::size_t>(slot)).active = true;

@@ -69,6 +69,9 @@ class ShardGate {
   // Refuses every ticket at once, waiting for nothing (membership lost: stop writing now).
   void close();
 
+  // The slot of a namespace, or of any other unit of work named the same way (a fleet member,
+  // runtime/fleet/fleet.h).
+  int slot_of(std::string_view namespace_name) const;
   bool active(int slot) const;
   std::vector<int> active_slots() const;
   int in_flight(int slot) const;

@@ -9,17 +9,27 @@
 //   (their latencies are reported against the same changes before the pause); the paused member catches
 //   up after, and each of its spec changes reaches its Deployment once.
 // - Fairness across clusters: a change in one member is reconciled while 5,000 objects of another wait.
+// - Sharded replicas share the members (one shard slot each): each member written by one replica; one
+//   replica SIGKILLed, the other takes its members over and writes each change once.
+// - A ClusterProfile (cluster-inventory-api) engages its member with the credential of the operator's
+//   access provider (an exec plugin), one naming an unknown provider is refused, a deleted one
+//   disengages its member.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "myresource/cluster_listing.h"
 #include "myresource/operator_process.h"
+#include "policy/policy_support.h"
+#include "runtime/sharding/shard_ring.h"
 #include "support/member_cluster.h"
 #include "support/testenv.h"
 
@@ -66,6 +76,16 @@ std::vector<AuditEntry> deployment_writes(const MemberCluster& member, std::size
     if (entry.resource == "deployments") writes.push_back(std::move(entry));
   }
   return writes;
+}
+
+// The identity a sharded replica joined its group with (its log's "Joining the shard group" line).
+std::string identity_in_log(const std::string& log) {
+  const auto line = log.find("Joining the shard group");
+  const auto at = line == std::string::npos ? line : log.find("identity=", line);
+  if (at == std::string::npos) FAIL("no identity in the replica's log");
+  const auto start = at + std::string("identity=").size();
+  const auto end = log.find_first_of(" \n\"", start);
+  return log.substr(start, end - start);
 }
 
 std::string summary(std::vector<double> seconds) {
@@ -260,5 +280,221 @@ TEST_CASE("fleet: a change in one member is reconciled at once behind 5,000 queu
   WARN("quiet member, image change -> its Deployment behind "
        << kBacklog << " queued objects of another member: " << summary(latencies) << "; mean reconcile "
        << reconcile_seconds / std::max(1.0, reconciles) << " s over " << reconciles << " reconciles");
+  CHECK(process.running());
+}
+
+TEST_CASE(
+    "fleet: two sharded replicas share three members, one SIGKILLed, its members are taken over, no "
+    "member written by two replicas at once",
+    "[operator][fleet][sharding]") {
+  testenv::apply_crd();
+  // The replicas' home: their Leases and the members' Secrets.
+  testenv::ScopedNamespace home("fleet-shards");
+  const std::string role = testenv::read_file(testenv::source_dir() + "/config/rbac/sharding_role.yaml");
+  const std::string in_home = "namespace: " + home.name();
+  std::string sharding_role = role;
+  sharding_role.replace(sharding_role.find("namespace: my-operator-system"), 29, in_home);
+  REQUIRE(testenv::kubectl_apply(sharding_role).ok());
+  constexpr int kObjects = 4;
+  const std::string objects_namespace = "fleet-sharded";
+  // Names in three different slots (fleet-east 15, fleet-west 5, fleet-north 10), so that the
+  // replicas share them unless the assignment gives all three slots to one (1 in 5).
+  std::vector<std::unique_ptr<MemberCluster>> members;
+  for (const char* name : {"fleet-east", "fleet-west", "fleet-north"}) {
+    members.push_back(std::make_unique<MemberCluster>(name));
+    members.back()->kubectl_or_fail("create namespace " + objects_namespace);
+    members.back()->put_secret(home.name());
+  }
+  std::vector<std::unique_ptr<OperatorProcess>> replicas;
+  for (int i = 0; i < 2; ++i) {
+    const std::string user = "myop-fleet-shard-" + std::to_string(i);
+    OperatorOptions options = operator_options(user, {}, home.name());
+    options.extra_role_files = {"fleet_role.yaml"};
+    options.extra_args = {"--sharding", "--fleet-kubeconfig-secrets"};
+    testenv::kubectl_or_fail("create rolebinding " + user + "-sharding -n " + home.name() +
+                             " --role my-operator-sharding --user " + user);
+    replicas.push_back(std::make_unique<OperatorProcess>(options));
+    replicas.back()->start();
+  }
+  // Both replicas members of the group, every slot owned between them.
+  CHECK(eventually(
+      [&] {
+        double owned = 0;
+        for (const auto& replica : replicas) {
+          if (replica->metric("myoperator_shard_members") != 2) return false;
+          owned += replica->metric("myoperator_shard_slots_owned");
+        }
+        return owned == runtime::kShardSlots;
+      },
+      90s));
+
+  // Work in every member: each member's writes come from one replica (its User-Agent names it).
+  std::vector<std::size_t> marks;
+  for (const auto& member : members) {
+    marks.push_back(audit_mark(member->audit_log_path()));
+    for (int i = 0; i < kObjects; ++i) {
+      REQUIRE(member
+                  ->kubectl_apply(
+                      myresource_manifest(objects_namespace, "app-" + std::to_string(i), "nginx:1.27.1"))
+                  .ok());
+    }
+  }
+  for (const auto& member : members) {
+    INFO("member " << member->name());
+    CHECK(eventually(
+        [&] {
+          return image_of_deployment(*member, objects_namespace, "app-" + std::to_string(kObjects - 1)) ==
+                 "nginx:1.27.1";
+        },
+        60s));
+  }
+  std::map<std::string, std::set<std::string>> writers;  // member -> User-Agents of its writes
+  std::map<std::string, int> members_written;            // User-Agent -> members it wrote to
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    for (const auto& write : audit_writes(kFleetMemberUser, marks[m], members[m]->audit_log_path()))
+      writers[members[m]->name()].insert(write.user_agent);
+    INFO("member " << members[m]->name() << " written by: " << writers[members[m]->name()].size());
+    CHECK(writers[members[m]->name()].size() == 1);
+    for (const auto& agent : writers[members[m]->name()]) ++members_written[agent];
+  }
+  REQUIRE_FALSE(members_written.empty());
+  for (const auto& [agent, count] : members_written)
+    WARN(agent << " wrote to " << count << " of the 3 members");
+  // The replica that writes to the most members goes.
+  const std::string doomed_agent =
+      std::max_element(members_written.begin(), members_written.end(), [](const auto& a, const auto& b) {
+        return a.second < b.second;
+      })->first;
+  OperatorProcess* doomed = nullptr;
+  OperatorProcess* survivor = nullptr;
+  for (const auto& replica : replicas) {
+    const std::string log = testenv::read_file(replica->log_path());
+    // Its identity, which its User-Agent carries, is in its log (the member Lease it joined with).
+    (doomed_agent.find(identity_in_log(log)) != std::string::npos ? doomed : survivor) = replica.get();
+  }
+  REQUIRE(doomed != nullptr);
+  REQUIRE(survivor != nullptr);
+  doomed->kill();
+  const auto killed_at = std::chrono::steady_clock::now();
+
+  // Every member's objects change; the survivor takes the dead replica's slots over (after its
+  // membership expires) and writes each change once, and nothing else writes.
+  marks.clear();
+  for (const auto& member : members) {
+    marks.push_back(audit_mark(member->audit_log_path()));
+    for (int i = 0; i < kObjects; ++i) {
+      member->kubectl_or_fail("patch myresource app-" + std::to_string(i) + " -n " + objects_namespace +
+                              " --type merge -p '{\"spec\":{\"image\":\"nginx:1.27.2\"}}'");
+    }
+  }
+  for (const auto& member : members) {
+    for (int i = 0; i < kObjects; ++i) {
+      INFO("member " << member->name() << ", app-" << i);
+      CHECK(eventually(
+          [&] {
+            return image_of_deployment(*member, objects_namespace, "app-" + std::to_string(i)) ==
+                   "nginx:1.27.2";
+          },
+          90s));
+    }
+  }
+  WARN("every member's changes written " << seconds_since(killed_at)
+                                         << " s after one of two replicas was SIGKILLed");
+  survivor->wait_until_settled();
+  for (std::size_t m = 0; m < members.size(); ++m) {
+    const auto writes = audit_writes(kFleetMemberUser, marks[m], members[m]->audit_log_path());
+    INFO("member " << members[m]->name() << ": " << describe(writes));
+    std::size_t deployment_writes = 0;
+    for (const auto& write : writes) {
+      CHECK(write.user_agent != doomed_agent);
+      if (write.resource == "deployments") ++deployment_writes;
+    }
+    CHECK(deployment_writes == static_cast<std::size_t>(kObjects));
+  }
+  CHECK(survivor->running());
+}
+
+TEST_CASE(
+    "fleet: a ClusterProfile engages its member with the credentials of the operator's access provider, "
+    "its deletion disengages it",
+    "[operator][fleet]") {
+  testenv::apply_crd();
+  // The ClusterProfile CRD of the pinned cluster-inventory-api module.
+  const auto downloaded =
+      testenv::run("go mod download -json sigs.k8s.io/cluster-inventory-api@" +
+                   policy::pinned_version("CLUSTER_INVENTORY_API_VERSION") + " 2>/dev/null");
+  INFO(downloaded.output);
+  REQUIRE(downloaded.ok());
+  const auto dir_at = downloaded.output.find("\"Dir\": \"") + 8;
+  const std::string module = downloaded.output.substr(dir_at, downloaded.output.find('"', dir_at) - dir_at);
+  testenv::kubectl_or_fail("apply --server-side --force-conflicts -f " + module +
+                           "/config/crd/bases/multicluster.x-k8s.io_clusterprofiles.yaml");
+  testenv::kubectl_or_fail("wait --for=condition=Established crd/clusterprofiles.multicluster.x-k8s.io");
+
+  testenv::ScopedNamespace ns("fleet-profile");
+  MemberCluster member("fleet-profile-a");
+  member.kubectl_or_fail("create namespace " + ns.name());
+  REQUIRE(member.kubectl_apply(myresource_manifest(ns.name(), "web", "nginx:1.27.1")).ok());
+  // In the member: a ServiceAccount with the member rules, whose token the access provider's plugin
+  // hands out (as cluster-inventory-api's token-reading plugins do).
+  member.kubectl_or_fail("create serviceaccount fleet-operator -n default");
+  member.kubectl_or_fail(
+      "create clusterrolebinding fleet-operator --clusterrole my-operator-fleet-member "
+      "--serviceaccount default:fleet-operator");
+  const std::string token = member.kubectl_or_fail("create token fleet-operator -n default --duration 1h");
+  const std::string plugin = member.dir() + "/token-plugin.sh";
+  std::ofstream(plugin)
+      << "#!/bin/sh\n"
+      << "echo '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+         "\"status\":{\"token\":\""
+      << token.substr(0, token.find_last_not_of("\n ") + 1) << "\"}}'\n";
+  testenv::run("chmod +x " + plugin);
+  const std::string providers = member.dir() + "/providers.json";
+  std::ofstream(providers) << R"({"providers":[{"name":"token-plugin","execConfig":{"apiVersion":)"
+                           << R"("client.authentication.k8s.io/v1","command":")" << plugin << R"("}}]})";
+
+  const std::string server =
+      member.kubectl_or_fail("config view --minify -o jsonpath={.clusters[0].cluster.server}");
+  const std::string ca = member.kubectl_or_fail(
+      "config view --raw --minify -o jsonpath={.clusters[0].cluster.certificate-authority-data}");
+  const auto put_profile = [&](const std::string& name, const std::string& provider) {
+    const auto applied = testenv::kubectl_apply(
+        "apiVersion: multicluster.x-k8s.io/v1alpha1\nkind: ClusterProfile\n"
+        "metadata: {name: " +
+        name + ", namespace: " + ns.name() + "}\nspec: {displayName: " + name +
+        ", clusterManager: {name: fleet-test}}\n");
+    INFO(applied.output);
+    REQUIRE(applied.ok());
+    testenv::kubectl_or_fail(
+        "patch clusterprofile " + name + " -n " + ns.name() +
+        " --subresource=status --type merge -p '{\"status\":{\"accessProviders\":[{\"name\":\"" + provider +
+        "\",\"cluster\":{\"server\":\"" + server + "\",\"certificate-authority-data\":\"" + ca + "\"}}]}}'");
+  };
+  put_profile("profile-a", "token-plugin");
+  // A profile whose access provider the operator does not have: refused, alone.
+  put_profile("profile-unknown", "someone-elses-plugin");
+
+  OperatorOptions options = operator_options("myop-fleet-profile", {ns.name()}, ns.name());
+  options.extra_role_files = {"fleet_cluster_profiles_role.yaml"};
+  options.extra_args = {"--leader-elect", "--fleet-cluster-profile-providers", providers};
+  OperatorProcess process(options);
+  process.start();
+  CHECK(eventually([&] { return image_of_deployment(member, ns.name(), "web") == "nginx:1.27.1"; }, 60s));
+  CHECK(process.metric("myoperator_fleet_members{state=\"engaged\"}") == 1);
+  CHECK(process.metric("myoperator_fleet_members{state=\"refused\"}") == 1);
+  const auto written =
+      audit_writes("system:serviceaccount:default:fleet-operator", 0, member.audit_log_path());
+  CHECK_FALSE(written.empty());  // the plugin's credential wrote it
+
+  // Deleting the ClusterProfile disengages its member: a change there is not written any more.
+  process.wait_until_settled();
+  const std::size_t mark = audit_mark(member.audit_log_path());
+  testenv::kubectl_or_fail("delete clusterprofile profile-a -n " + ns.name());
+  CHECK(eventually([&] { return process.metric("myoperator_fleet_members{state=\"engaged\"}") == 0; }, 30s));
+  member.kubectl_or_fail("patch myresource web -n " + ns.name() +
+                         " --type merge -p '{\"spec\":{\"image\":\"nginx:1.27.2\"}}'");
+  process.wait_until_settled();
+  CHECK(audit_writes("system:serviceaccount:default:fleet-operator", mark, member.audit_log_path()).empty());
+  CHECK(image_of_deployment(member, ns.name(), "web") == "nginx:1.27.1");
   CHECK(process.running());
 }

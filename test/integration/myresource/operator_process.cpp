@@ -350,6 +350,7 @@ std::optional<AuditEntry> audit_entry_of(const std::string& line, const std::str
   AuditEntry result;
   result.verb = string_member(entry, "verb");
   result.request_uri = string_member(entry, "requestURI");
+  result.user_agent = string_member(entry, "userAgent");
   result.received = string_member(entry, "requestReceivedTimestamp");
   result.completed = string_member(entry, "stageTimestamp");
   if (auto ref = entry.FindMember("objectRef"); ref != entry.MemberEnd()) {

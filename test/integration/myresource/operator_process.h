@@ -137,6 +137,7 @@ struct AuditEntry {
   std::string name;
   int code = 0;
   std::string request_uri;  // path and query, as sent
+  std::string user_agent;
   // requestReceivedTimestamp and stageTimestamp (RFC 3339 with microseconds: compare as text).
   std::string received;
   std::string completed;

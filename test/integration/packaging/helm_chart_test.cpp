@@ -756,7 +756,7 @@ TEST_CASE(
 
 TEST_CASE(
     "packaging: fleet.kubeconfigSecrets.enabled renders --fleet-kubeconfig-secrets and list+watch of the "
-    "release namespace's Secrets, none of it by default, and is refused with sharding",
+    "release namespace's Secrets, none of it by default, and works beside sharding",
     "[packaging][helm][rbac][fleet]") {
   auto args_of = [](const std::vector<YAML::Node>& objects, const std::string& deployment_name) {
     const auto deployment = find_object(objects, "Deployment", deployment_name);
@@ -821,14 +821,13 @@ TEST_CASE(
     CHECK_FALSE(find_object(objects, "RoleBinding", "my-operator-fleet-kubeconfigs"));
     CHECK(secret_grants(objects) == webhook_secret_only);
   }
-  SECTION("with sharding.enabled: refused, as the operator refuses the two flags together") {
-    const auto refused = testenv::run(
-        helm_binary() + " template " + shell_quote(chart_folder()) + " --kube-version " + server_version() +
-        " --set fleet.kubeconfigSecrets.enabled=true --set sharding.enabled=true");
-    INFO(refused.output);
-    CHECK_FALSE(refused.ok());
-    CHECK(refused.output.find("fleet.kubeconfigSecrets.enabled does not work with sharding.enabled") !=
-          std::string::npos);
+  SECTION("with sharding.enabled: the members are shared among the replicas, the flag beside --sharding") {
+    const auto objects = yaml_documents(helm_template(
+        "-n my-operator-system --set fleet.kubeconfigSecrets.enabled=true --set sharding.enabled=true"));
+    const auto args = args_of(objects, "my-operator");
+    CHECK(args.count("--fleet-kubeconfig-secrets") == 1);
+    CHECK(args.count("--sharding") == 1);
+    CHECK(find_object(objects, "Role", "my-operator-fleet-kubeconfigs"));
   }
 }
 

@@ -349,6 +349,44 @@ TEST_CASE("a member cluster's source queues keys of that cluster, not waited for
   CHECK(std::ranges::count(keys, ObjectKey{"t", "web"}) == 1);
 }
 
+TEST_CASE("a member's reconciles are counted under its cluster's name, the hub's as before",
+          "[runtime][controller][fleet]") {
+  Fixture fixture;
+  ControllerOptions options = fixture.options(1);
+  options.cluster_name = [](ClusterId cluster) {
+    return cluster == 7 ? std::string("eu-west") : std::string();
+  };
+  Controller controller(options, fixture.reconciler);
+  InMemoryEventSource member;
+  controller.watch_primary(fixture.primary);
+  controller.watch_cluster(7, member, enqueue_object());
+  controller.start();
+  member.emit({EventType::added, make_named("t", "web")});
+  member.emit({EventType::added, make_named("t", "api")});
+  fixture.primary.emit({EventType::added, make_named("t", "web")});
+  REQUIRE(fixture.reconciler->wait([&] { return fixture.reconciler->finished_ == 3; }));
+  controller.stop();
+  CHECK(fixture.metric("controller_runtime_reconcile_total",
+                       {{"result", "success"}, {"cluster", "eu-west"}}) == 2);
+  CHECK(fixture.metric("myoperator_event_to_reconcile_seconds", {{"cluster", "eu-west"}}) == 2);
+  // The hub's series: no cluster label, as without a fleet (metric_value matches the first series with
+  // the labels asked for, so look for the one without "cluster").
+  double hub = -1;
+  for (const auto& family : fixture.registry->Collect()) {
+    if (family.name != "controller_runtime_reconcile_total") continue;
+    for (const auto& metric : family.metric) {
+      bool has_cluster = false;
+      bool success = false;
+      for (const auto& label : metric.label) {
+        has_cluster |= label.name == "cluster";
+        success |= label.name == "result" && label.value == "success";
+      }
+      if (!has_cluster && success) hub = metric.counter.value;
+    }
+  }
+  CHECK(hub == 1);
+}
+
 TEST_CASE("stop waits for an in-flight reconcile within the grace period", "[runtime][controller]") {
   Fixture fixture;
   Gate gate;

@@ -101,3 +101,26 @@ TEST_CASE("a deleted Secret disengages its cluster", "[runtime][fleet]") {
   observe(membership, broken("west"));
   CHECK(membership.remove("west").empty());  // refused: nothing was engaged
 }
+
+TEST_CASE("any source of members shares the ids: a ClusterProfile's member beside a Secret's",
+          "[runtime][fleet]") {
+  Membership membership;
+  const auto secret_id = observe(membership, secret("east", "t1")).at(0).id;
+  int reads = 0;
+  const auto read = [&reads] {
+    ++reads;
+    myop::kube::ClientConfig config;
+    config.server = "https://10.0.0.1:6443";
+    return myop::kube::Result<myop::runtime::fleet::MemberSource>(
+        myop::runtime::fleet::MemberSource{"fleet-system/east", "d1", config});
+  };
+  auto changes = membership.observe("fleet-system/east", "d1", read);
+  REQUIRE(changes.size() == 1);
+  CHECK(changes[0].kind == Kind::engage);
+  CHECK(changes[0].id != secret_id);  // one counter for every source: ids never collide
+  CHECK(membership.observe("fleet-system/east", "d1", read).empty());
+  CHECK(reads == 1);  // the same digest is not read again
+  CHECK(membership.engaged_count() == 2);
+  CHECK(membership.remove("fleet-system/east").at(0).kind == Kind::disengage);
+  CHECK(membership.engaged("east"));
+}
