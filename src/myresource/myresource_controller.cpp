@@ -59,9 +59,10 @@ std::shared_ptr<runtime::Controller> add_myresource_controller(runtime::Manager&
   runtime::ControllerBuilder builder(manager, "myresource");
   builder.for_kind(myresource_type(), {myresource_changed}).owns(kube::resources::deployments(), owned);
   const runtime::CacheReader myresources = builder.cache(myresource_type());
-  // A feature-flag change concerns every MyResource, at low priority.
+  // A feature-flag change concerns every MyResource, the members' too, at low priority.
   auto every_myresource = runtime::enqueue_mapped(
-      [myresources](const runtime::ObjectEvent&) { return myresources.keys(); }, runtime::Priority::low);
+      [keys = builder.primary_keys_everywhere()](const runtime::ObjectEvent&) { return keys(); },
+      runtime::Priority::low);
   builder.watches(kube::resources::config_maps(), every_myresource, flag_watch)
       .max_concurrent_reconciles(options.max_concurrent_reconciles);
 

@@ -129,6 +129,23 @@ void ControllerBuilder::subscribe_hub(Controller& controller) {
   }
 }
 
+std::function<std::vector<ObjectKey>()> ControllerBuilder::primary_keys_everywhere() const {
+  if (!primary_)
+    throw std::logic_error("ControllerBuilder: primary_keys_everywhere() before for_kind() for " +
+                           options_.name);
+  return [hub = cache(*primary_), members = member_caches_] {
+    std::vector<ObjectKey> keys = hub.keys();
+    std::lock_guard lock(members->mutex);
+    for (const auto& [id, member] : members->by_id) {
+      for (ObjectKey key : member.second.keys()) {
+        key.cluster = id;
+        keys.push_back(std::move(key));
+      }
+    }
+    return keys;
+  };
+}
+
 std::shared_ptr<Controller> ControllerBuilder::complete(std::shared_ptr<Reconciler> reconciler) {
   if (!primary_)
     throw std::logic_error("ControllerBuilder: complete() without for_kind() for " + options_.name);
@@ -181,13 +198,9 @@ void ControllerBuilder::engage_members(const std::shared_ptr<Controller>& contro
     scope.sharded = false;
     member_watches.push_back({watch.type, std::move(scope), watch.mapper, watch.predicates, watch.role});
   }
-  // The engaged members' primary caches by the slot of each (sharded: a slot that opens here brings
-  // its members' objects to the queue, as a sharded cache redelivers a namespace's).
-  struct Members {
-    std::mutex mutex;
-    std::map<ClusterId, std::pair<int, CacheReader>> by_id;
-  };
-  auto members = std::make_shared<Members>();
+  // Sharded: a slot that opens here brings its members' objects to the queue, as a sharded cache
+  // redelivers a namespace's.
+  const std::shared_ptr<MemberCaches> members = member_caches_;
   // The controller lives as long as the manager, which stops the fleet (and so every member's
   // informers) and the shard coordinator before it goes.
   Controller* raw = controller.get();

@@ -21,7 +21,9 @@
 // kind in the same scope share one cache and one watch. Events become keys through a mapper and
 // predicates, at a priority per event type: the initial list and periodic resyncs are always low.
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -109,6 +111,12 @@ class ControllerBuilder {
   // subscribes the controller to. Throws std::logic_error for a kind this builder does not watch.
   CacheReader cache(const kube::ResourceType& type) const;
 
+  // Every key of the primary kind (given to for_kind() before) in every cluster this builder's
+  // controller works on at the time of the call: the hub's cache, and each engaged member's (their keys
+  // carry their cluster). For the mapper of a hub_only watch whose change concerns every object (an
+  // operator-wide setting such as a flag ConfigMap), so that members hear of it too.
+  std::function<std::vector<ObjectKey>()> primary_keys_everywhere() const;
+
   // Builds the controller, subscribes it to its informers and hands it to the manager. The hub only.
   std::shared_ptr<Controller> complete(std::shared_ptr<Reconciler> reconciler);
   // The same, with a reconciler per cluster: `make` is called for the hub now and, when the manager has
@@ -119,6 +127,12 @@ class ControllerBuilder {
   std::shared_ptr<Controller> complete(const ReconcilerFactory& make);
 
  private:
+  // The engaged members' primary caches, with the shard slot of each (complete(ReconcilerFactory)
+  // keeps it; a sharded slot that opens brings its members' objects to the queue).
+  struct MemberCaches {
+    std::mutex mutex;
+    std::map<ClusterId, std::pair<int, CacheReader>> by_id;
+  };
   struct Watch {
     kube::ResourceType type;
     InformerScope scope;
@@ -147,6 +161,7 @@ class ControllerBuilder {
   ControllerOptions options_;
   std::optional<kube::ResourceType> primary_;
   std::vector<Watch> watches_;
+  std::shared_ptr<MemberCaches> member_caches_ = std::make_shared<MemberCaches>();
 };
 
 }  // namespace myop::runtime

@@ -70,7 +70,9 @@ void Controller::on_event(const EventMapper& mapper, const std::vector<Predicate
   if (!passes_all(predicates, event)) return;
   const TimePoint seen = event.seen == TimePoint{} ? options_.clock->now() : event.seen;
   for (auto& request : mapper(event)) {
-    request.key.cluster = cluster;
+    // A member's source names its cluster; a hub source's mapper may name any (an operator-wide
+    // change concerns every cluster's objects).
+    if (cluster != kLocalCluster) request.key.cluster = cluster;
     // Background work (initial list, resync) is not "an event seen" for the latency metric; a trace
     // still names it as the trigger.
     const bool measured = request.priority != Priority::low;

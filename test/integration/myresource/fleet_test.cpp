@@ -133,6 +133,27 @@ TEST_CASE(
                                                                             << " s");
   CHECK(process.metric("myoperator_fleet_members{state=\"engaged\"}") == 3);
 
+  // A feature-flag change in the hub concerns the members' MyResources too: each is reconciled again
+  // with nothing changed in its member. A member has no Deployment controller, so its MyResource
+  // waits for one (a requeue every 10 s) until the test reports its Deployment rolled out; then it is
+  // quiet, and only the flag change can bring it back.
+  const std::string generation =
+      first.kubectl_or_fail("get deployment web -n " + ns.name() + " -o jsonpath={.metadata.generation}");
+  first.kubectl_or_fail(
+      "patch deployment web -n " + ns.name() +
+      " --subresource=status --type merge -p '{\"status\":{\"observedGeneration\":" + generation +
+      ",\"replicas\":1,\"updatedReplicas\":1,\"readyReplicas\":1,\"availableReplicas\":1}}'");
+  const auto reconciles_of = [&](const MemberCluster& member) {
+    return metric_sum(process.metrics(), "controller_runtime_reconcile_total",
+                      "cluster=\"" + member.name() + "\"");
+  };
+  process.wait_until_settled();
+  const double settled = reconciles_of(first);
+  std::this_thread::sleep_for(12s);  // longer than the wait for a Deployment controller
+  REQUIRE(reconciles_of(first) == settled);
+  set_feature_flags(ns.name(), {{"orphanPolicy", "report"}});
+  CHECK(eventually([&] { return reconciles_of(first) > settled; }, 30s));
+
   // A deleted Secret disengages its member: a change there is no longer written, while the same
   // change in a member still engaged is (the positive control, made after it).
   process.wait_until_settled();

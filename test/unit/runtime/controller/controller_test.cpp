@@ -349,6 +349,23 @@ TEST_CASE("a member cluster's source queues keys of that cluster, not waited for
   CHECK(std::ranges::count(keys, ObjectKey{"t", "web"}) == 1);
 }
 
+TEST_CASE("a hub source's mapper may name keys of any cluster (an operator-wide change)",
+          "[runtime][controller][fleet]") {
+  Fixture fixture;
+  Controller controller(fixture.options(1), fixture.reconciler);
+  controller.watch(fixture.primary, enqueue_mapped([](const ObjectEvent&) {
+                     return std::vector<ObjectKey>{{"t", "web"}, {"t", "web", 7}};
+                   }));
+  fixture.primary.emit({EventType::added, make_named("ops", "flags")});
+  std::vector<ObjectKey> keys;
+  while (auto item = controller.queue().try_get()) {
+    keys.push_back(item->key);
+    controller.queue().done(*item, Completion::success());
+  }
+  std::ranges::sort(keys);
+  CHECK(keys == std::vector<ObjectKey>{{"t", "web"}, {"t", "web", 7}});
+}
+
 TEST_CASE("a member's reconciles are counted under its cluster's name, the hub's as before",
           "[runtime][controller][fleet]") {
   Fixture fixture;
