@@ -8,13 +8,14 @@ namespace myop::myresource {
 KubeCluster::KubeCluster(runtime::Writer& writer, runtime::CacheReader myresources,
                          runtime::CacheReader deployments, std::function<Features()> features,
                          std::shared_ptr<runtime::EventRecorder> recorder,
-                         std::shared_ptr<runtime::ShardGate> shard_gate)
+                         std::shared_ptr<runtime::ShardGate> shard_gate, std::string shard_unit)
     : writer_(writer),
       myresources_(std::move(myresources)),
       deployments_(std::move(deployments)),
       features_(std::move(features)),
       recorder_(std::move(recorder)),
-      shard_gate_(std::move(shard_gate)) {}
+      shard_gate_(std::move(shard_gate)),
+      shard_unit_(std::move(shard_unit)) {}
 
 ObjectPointer KubeCluster::get_myresource(std::string_view namespace_name, std::string_view name) {
   return myresources_.get({std::string(namespace_name), std::string(name)});
@@ -66,6 +67,10 @@ void KubeCluster::record_event(const EventSubject& subject, std::string_view typ
 
 void KubeCluster::for_each_managed_deployment(const std::function<void(const ObjectPointer&)>& visit) {
   if (!shard_gate_) return deployments_.for_each(visit);
+  if (!shard_unit_.empty()) {
+    if (shard_gate_->active(shard_gate_->slot_of(shard_unit_))) deployments_.for_each(visit);
+    return;
+  }
   deployments_.for_each([&](const ObjectPointer& deployment) {
     if (shard_gate_->active(runtime::shard_slot(deployment->namespace_name()))) visit(deployment);
   });
@@ -73,7 +78,8 @@ void KubeCluster::for_each_managed_deployment(const std::function<void(const Obj
 
 kube::Result<void> KubeCluster::delete_orphan(const Orphan& orphan, std::stop_token stop) {
   const std::optional<runtime::ShardGate::Ticket> ticket =
-      shard_gate_ ? shard_gate_->enter(orphan.namespace_name) : std::nullopt;
+      !shard_gate_ ? std::nullopt
+                   : shard_gate_->enter(shard_unit_.empty() ? orphan.namespace_name : shard_unit_);
   if (shard_gate_) {
     if (!ticket) {
       return kube::make_error(kube::Reason::Conflict, "the shard slot of namespace " + orphan.namespace_name +

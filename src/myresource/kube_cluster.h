@@ -21,7 +21,7 @@ class KubeCluster final : public Cluster, public OrphanSweepCluster {
   // `writer` belongs to the manager, which outlives every controller and runnable it runs.
   KubeCluster(runtime::Writer& writer, runtime::CacheReader myresources, runtime::CacheReader deployments,
               std::function<Features()> features, std::shared_ptr<runtime::EventRecorder> recorder,
-              std::shared_ptr<runtime::ShardGate> shard_gate = nullptr);
+              std::shared_ptr<runtime::ShardGate> shard_gate = nullptr, std::string shard_unit = {});
 
   ObjectPointer get_myresource(std::string_view namespace_name, std::string_view name) override;
   ObjectPointer get_deployment(std::string_view namespace_name, std::string_view name) override;
@@ -52,6 +52,9 @@ class KubeCluster final : public Cluster, public OrphanSweepCluster {
   // Sharded: the orphan sweep looks only at slots this replica works on (their caches are synced, so a
   // missing owner is really missing) and deletes under the slot's ticket.
   std::shared_ptr<runtime::ShardGate> shard_gate_;
+  // Set for a fleet member: all its objects are in this one unit's slot (runtime/fleet/fleet.h,
+  // member_shard_unit), not in their namespaces'.
+  std::string shard_unit_;
 };
 
 }  // namespace myop::myresource

@@ -1,5 +1,9 @@
 #include "myresource/myresource_controller.h"
 
+#include <map>
+#include <mutex>
+#include <optional>
+
 #include "kube/resource.h"
 #include "myresource/desired.h"
 #include "myresource/feature_flags.h"
@@ -9,6 +13,7 @@
 #include "myresource/reconciler.h"
 #include "myresource/types.h"
 #include "runtime/controller/builder.h"
+#include "runtime/fleet/fleet.h"
 
 namespace myop::myresource {
 namespace {
@@ -71,25 +76,60 @@ std::shared_ptr<runtime::Controller> add_myresource_controller(runtime::Manager&
       std::make_shared<FeatureFlags>(builder.cache(kube::resources::config_maps()),
                                      runtime::ObjectKey{options.operator_namespace, options.config_map});
   // One reconciler per cluster (the hub, and each member of a fleet), each on its cluster's caches,
-  // writer and events.
-  auto hub = std::make_shared<std::shared_ptr<KubeCluster>>();
-  auto controller =
-      builder.complete([hub, flags, shard_gate = manager.shard_gate()](const runtime::ClusterCaches& caches) {
-        const runtime::ClusterContext& context = caches.cluster();
-        auto cluster = std::make_shared<KubeCluster>(
-            *context.writer, caches.cache(myresource_type()), caches.cache(kube::resources::deployments()),
-            [flags] { return flags->current(); }, context.recorder,
-            context.id == runtime::kLocalCluster ? shard_gate : nullptr);
-        if (context.id == runtime::kLocalCluster) *hub = cluster;
-        return std::make_shared<MyResourceReconciler>(cluster);
-      });
-  const std::shared_ptr<KubeCluster> cluster = *hub;
+  // writer and events. The orphan sweep goes over the same clusters: the hub's, and each member's while
+  // its reconciler lives (it goes when the member is disengaged).
+  struct Clusters {
+    std::mutex mutex;
+    std::shared_ptr<KubeCluster> hub;
+    std::map<runtime::ClusterId, std::weak_ptr<KubeCluster>> members;
+  };
+  auto clusters = std::make_shared<Clusters>();
+  auto controller = builder.complete([clusters, flags, shard_gate = manager.shard_gate()](
+                                         const runtime::ClusterCaches& caches) {
+    const runtime::ClusterContext& context = caches.cluster();
+    const bool hub = context.id == runtime::kLocalCluster;
+    // The cluster keeps its context (the writer it writes through) alive as long as anyone holds it:
+    // a sweep still running when its member is disengaged. Sharded: a member's objects are all in
+    // its one unit's slot.
+    struct Held {
+      runtime::ClusterContext context;
+      std::optional<KubeCluster> cluster;
+    };
+    auto held = std::make_shared<Held>(Held{context, std::nullopt});
+    held->cluster.emplace(
+        *held->context.writer, caches.cache(myresource_type()), caches.cache(kube::resources::deployments()),
+        [flags] { return flags->current(); }, context.recorder, shard_gate,
+        hub || !shard_gate ? std::string() : runtime::fleet::member_shard_unit(context.name));
+    std::shared_ptr<KubeCluster> cluster(held, &*held->cluster);
+    std::lock_guard lock(clusters->mutex);
+    if (hub) {
+      clusters->hub = cluster;
+    } else {
+      clusters->members[context.id] = cluster;
+    }
+    return std::make_shared<MyResourceReconciler>(cluster);
+  });
 
   OrphanSweeperOptions sweep;
   sweep.period = options.orphan_sweep_period;
   sweep.registry = manager.registry();
   sweep.clock = manager.clock();
-  manager.add_runnable(std::make_shared<OrphanSweeper>(cluster, sweep));
+  manager.add_runnable(std::make_shared<OrphanSweeper>(
+      [clusters] {
+        std::vector<std::shared_ptr<OrphanSweepCluster>> swept;
+        std::lock_guard lock(clusters->mutex);
+        swept.push_back(clusters->hub);
+        for (auto member = clusters->members.begin(); member != clusters->members.end();) {
+          if (auto live = member->second.lock()) {
+            swept.push_back(std::move(live));
+            ++member;
+          } else {
+            member = clusters->members.erase(member);  // disengaged
+          }
+        }
+        return swept;
+      },
+      sweep));
   register_build_info(*manager.registry(), options.version);
   manager.add_collectable(make_cache_gauges(myresources, deployments));
   return controller;

@@ -7,7 +7,12 @@
 namespace myop::myresource {
 
 OrphanSweeper::OrphanSweeper(std::shared_ptr<OrphanSweepCluster> cluster, OrphanSweeperOptions options)
-    : cluster_(std::move(cluster)),
+    : OrphanSweeper([cluster = std::move(
+                         cluster)] { return std::vector<std::shared_ptr<OrphanSweepCluster>>{cluster}; },
+                    std::move(options)) {}
+
+OrphanSweeper::OrphanSweeper(Clusters clusters, OrphanSweeperOptions options)
+    : clusters_(std::move(clusters)),
       options_(std::move(options)),
       // A pass that threw: the next one as usual.
       runner_({.name = "orphan-sweep",
@@ -43,17 +48,28 @@ void OrphanSweeper::stop() { runner_.stop(); }
 
 SweepReport OrphanSweeper::sweep(std::stop_token stop) {
   SweepReport report;
-  const Features features = cluster_->features();
-  if (!features.orphan_sweep) {
+  const std::vector<std::shared_ptr<OrphanSweepCluster>> clusters = clusters_();
+  const Features features = clusters.empty() ? Features{} : clusters.front()->features();
+  if (clusters.empty() || !features.orphan_sweep) {
     sweeps_->Increment();
     return report;
   }
   const bool remove = features.orphan_policy == OrphanPolicy::Delete;
-  const MyResourceLookup lookup = [this](const runtime::ObjectKey& key) {
-    return cluster_->get_myresource(key);
+  for (const auto& cluster : clusters) {
+    if (report.stopped) break;
+    sweep_cluster(*cluster, remove, stop, report);
+  }
+  if (!report.stopped) sweeps_->Increment();
+  return report;
+}
+
+void OrphanSweeper::sweep_cluster(OrphanSweepCluster& cluster, bool remove, std::stop_token stop,
+                                  SweepReport& report) {
+  const MyResourceLookup lookup = [&cluster](const runtime::ObjectKey& key) {
+    return cluster.get_myresource(key);
   };
   std::vector<Orphan> orphans;
-  cluster_->for_each_managed_deployment([&](const std::shared_ptr<const kube::Object>& deployment) {
+  cluster.for_each_managed_deployment([&](const std::shared_ptr<const kube::Object>& deployment) {
     if (auto orphan = orphan_of(*deployment, lookup)) orphans.push_back(std::move(*orphan));
   });
   for (const Orphan& orphan : orphans) {
@@ -69,12 +85,12 @@ SweepReport OrphanSweeper::sweep(std::stop_token stop) {
                                         orphan.name, orphan.uid,   ""};
     if (!remove) {
       reported_.insert(orphan.uid);
-      cluster_->record_event(subject, "Warning", "OrphanFound", "Report", orphan.reason);
+      cluster.record_event(subject, "Warning", "OrphanFound", "Report", orphan.reason);
       orphans_->Add({{"action", "reported"}}).Increment();
       report.reported.push_back(where);
       continue;
     }
-    auto deleted = cluster_->delete_orphan(orphan, stop);
+    auto deleted = cluster.delete_orphan(orphan, stop);
     if (!deleted && !kube::is_not_found(deleted.error())) {
       runtime::log(spdlog::level::warn, "orphan sweep: deleting a Deployment failed",
                    {{"namespace", orphan.namespace_name},
@@ -83,12 +99,10 @@ SweepReport OrphanSweeper::sweep(std::stop_token stop) {
       report.failed.push_back(where + ": " + deleted.error().to_string());
       continue;
     }
-    cluster_->record_event(subject, "Warning", "OrphanDeleted", "Delete", orphan.reason);
+    cluster.record_event(subject, "Warning", "OrphanDeleted", "Delete", orphan.reason);
     orphans_->Add({{"action", "deleted"}}).Increment();
     report.deleted.push_back(where);
   }
-  if (!report.stopped) sweeps_->Increment();
-  return report;
 }
 
 }  // namespace myop::myresource

@@ -2,7 +2,8 @@
 // The orphan sweep: every period, Deployments labelled managed-by my-operator whose controller
 // owner (a MyResource) is gone are reported (an event and a count, once per Deployment) or
 // deleted, per the orphanPolicy feature flag. The garbage collector normally removes them first;
-// the sweep catches what it missed (a GC that is behind or was stopped).
+// the sweep catches what it missed (a GC that is behind or was stopped). With a fleet it goes over
+// every cluster (the hub and each engaged member), each orphan deleted in its own cluster.
 //
 // It writes, so it runs only on the leader: the manager starts it once leadership is held and stops
 // it when leadership is lost, which cancels a delete in flight and stops the pass before the next
@@ -68,6 +69,10 @@ struct SweepReport {
 class OrphanSweeper final : public runtime::Runnable {
  public:
   OrphanSweeper(std::shared_ptr<OrphanSweepCluster> cluster, OrphanSweeperOptions options);
+  // Every cluster `clusters` returns at the start of a pass is swept, one after the other (the hub and
+  // the engaged members of a fleet, runtime/fleet/fleet.h); the first one's features decide.
+  using Clusters = std::function<std::vector<std::shared_ptr<OrphanSweepCluster>>()>;
+  OrphanSweeper(Clusters clusters, OrphanSweeperOptions options);
   ~OrphanSweeper() override;
 
   std::string name() const override { return "orphan-sweep"; }
@@ -81,7 +86,10 @@ class OrphanSweeper final : public runtime::Runnable {
   SweepReport sweep(std::stop_token stop);
 
  private:
-  std::shared_ptr<OrphanSweepCluster> cluster_;
+  // One cluster's part of a pass.
+  void sweep_cluster(OrphanSweepCluster& cluster, bool remove, std::stop_token stop, SweepReport& report);
+
+  Clusters clusters_;
   OrphanSweeperOptions options_;
   prometheus::Family<prometheus::Counter>* orphans_ = nullptr;
   prometheus::Counter* sweeps_ = nullptr;  // passes finished

@@ -4,7 +4,8 @@
 // my-operator-fleet, is nobody else's).
 //
 // - One process reconciles the MyResources of the hub and of each member; a member's Secret added while
-//   it runs engages that member without a restart; a deleted Secret disengages it, and its writes stop.
+//   it runs engages that member without a restart; a flag change in the hub reaches members' objects,
+//   the orphan sweep deletes a member's orphan; a deleted Secret disengages it, and its writes stop.
 // - A member whose API server is paused for 60 s: another member's changes are reconciled meanwhile
 //   (their latencies are reported against the same changes before the pause); the paused member catches
 //   up after, and each of its spec changes reaches its Deployment once.
@@ -44,7 +45,7 @@ namespace {
 OperatorOptions fleet_operator(const std::string& user, const std::string& namespace_) {
   OperatorOptions options = operator_options(user, {namespace_}, namespace_);
   options.extra_role_files = {"fleet_role.yaml"};
-  options.extra_args = {"--leader-elect", "--fleet-kubeconfig-secrets"};
+  options.extra_args = {"--leader-elect", "--fleet-kubeconfig-secrets", "--orphan-sweep-period", "1s"};
   return options;
 }
 
@@ -151,8 +152,27 @@ TEST_CASE(
   const double settled = reconciles_of(first);
   std::this_thread::sleep_for(12s);  // longer than the wait for a Deployment controller
   REQUIRE(reconciles_of(first) == settled);
-  set_feature_flags(ns.name(), {{"orphanPolicy", "report"}});
+  set_feature_flags(ns.name(), {{"orphanPolicy", "delete"}});
   CHECK(eventually([&] { return reconciles_of(first) > settled; }, 30s));
+
+  // The orphan sweep goes over the members too: a managed Deployment in a member whose owner
+  // MyResource does not exist there is deleted (the member has no garbage collector to do it).
+  REQUIRE(
+      third
+          .kubectl_apply(
+              "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: ghost\n  namespace: " + ns.name() +
+              "\n  labels: {app.kubernetes.io/managed-by: my-operator}\n  ownerReferences:\n"
+              "  - {apiVersion: myorg.io/v1beta1, kind: MyResource, name: ghost, uid: "
+              "6c0f3a52-0000-4000-8000-000000000001, controller: true}\nspec:\n  replicas: 0\n"
+              "  selector: {matchLabels: {app: ghost}}\n  template:\n    metadata: {labels: "
+              "{app: ghost}}\n    spec: {containers: [{name: app, image: nginx:1.27.1}]}\n")
+          .ok());
+  CHECK(eventually(
+      [&] {
+        return third.kubectl("get deployment ghost -n " + ns.name()).output.find("NotFound") !=
+               std::string::npos;
+      },
+      30s));
 
   // A deleted Secret disengages its member: a change there is no longer written, while the same
   // change in a member still engaged is (the positive control, made after it).

@@ -183,3 +183,26 @@ TEST_CASE("orphan sweep runs first after first_delay, then every period, on the 
   sweeper.stop();  // wakes the wait at once; no further pass
   CHECK(cluster->passes == 2);
 }
+
+TEST_CASE("orphan sweep goes over every cluster of a fleet, each orphan deleted in its own cluster",
+          "[myresource][orphans][fleet]") {
+  auto registry = std::make_shared<prometheus::Registry>();
+  auto hub = std::make_shared<FakeSweepCluster>();
+  auto member = std::make_shared<FakeSweepCluster>();
+  hub->flags.orphan_policy = OrphanPolicy::Delete;
+  member->flags.orphan_policy = OrphanPolicy::Report;  // the first cluster's features decide
+  hub->add_orphan("in-hub");
+  member->add_orphan("in-member");
+  OrphanSweeperOptions options;
+  options.registry = registry;
+  OrphanSweeper sweeper(
+      [hub, member] {
+        return std::vector<std::shared_ptr<OrphanSweepCluster>>{hub, member};
+      },
+      options);
+  SweepReport report = sweeper.sweep({});
+  CHECK(report.deleted == std::vector<std::string>{"team/in-hub", "team/in-member"});
+  CHECK(hub->deleted == std::vector<std::string>{"in-hub"});
+  CHECK(member->deleted == std::vector<std::string>{"in-member"});
+  CHECK(counter(*registry, "deleted") == 2);
+}
