@@ -26,7 +26,9 @@ Controller::Controller(ControllerOptions options, std::shared_ptr<Reconciler> re
   WorkQueueOptions queue_options = options_.queue;
   queue_options.name = options_.name;
   queue_options.clock = options_.clock;
-  queue_options.metrics = std::make_shared<PrometheusWorkQueueMetrics>(*options_.registry, options_.name);
+  // A member's keys count in series labelled with its name (the hub's in the usual ones).
+  queue_options.metrics =
+      std::make_shared<PrometheusWorkQueueMetrics>(*options_.registry, options_.name, options_.cluster_name);
   // One worker is kept for user changes (work added at high priority): behind a backlog they wait
   // for that worker, not for backlog writes to finish.
   if (queue_options.max_below_high_in_flight == 0 && options_.max_concurrent_reconciles > 1) {

@@ -59,7 +59,8 @@ struct ControllerOptions {
   // keys are all of one unit (runtime/fleet/fleet.h, member_shard_unit).
   std::function<std::string(const ObjectKey& key)> shard_unit;
   // The name of a fleet member by its id (runtime/fleet/fleet.h), for the `cluster` label of the
-  // reconcile metrics, the `cluster` field of the reconcile logs and the `myoperator.cluster` attribute
+  // reconcile and work queue metrics (called with the queue's lock held: it takes no lock held while
+  // adding to the queue), the `cluster` field of the reconcile logs and the `myoperator.cluster` attribute
   // of reconcile spans; unset, or "" for an id: none (the hub's keys never have one).
   std::function<std::string(ClusterId cluster)> cluster_name;
   // Reconcile deadlines, the shutdown grace period and the work queue run on it.

@@ -130,10 +130,10 @@ std::vector<MemberState> Fleet::members() const {
 
 std::optional<std::string> Fleet::name_of(ClusterId id) const {
   if (id == kLocalCluster) return std::string();
-  std::lock_guard lock(mutex_);
-  auto position = members_.find(id);
-  if (position == members_.end()) return std::nullopt;
-  return position->second.context.name;
+  std::lock_guard lock(names_mutex_);
+  auto position = names_.find(id);
+  if (position == names_.end()) return std::nullopt;
+  return position->second;
 }
 
 void Fleet::post(Work work) {
@@ -269,6 +269,10 @@ void Fleet::engage(const MembershipChange& change, const EventSubject& secret) {
   }
   start_probe(member);
   {
+    std::lock_guard lock(names_mutex_);
+    names_.emplace(change.id, change.name);
+  }
+  {
     std::lock_guard lock(mutex_);
     members_.emplace(change.id, std::move(member));
     if (engaged_gauge_) engaged_gauge_->Set(static_cast<double>(members_.size()));
@@ -334,6 +338,10 @@ void Fleet::disengage(ClusterId id) {
     member = std::move(position->second);
     members_.erase(position);
     if (engaged_gauge_) engaged_gauge_->Set(static_cast<double>(members_.size()));
+  }
+  {
+    std::lock_guard lock(names_mutex_);
+    names_.erase(id);
   }
   member.engaged->store(false);
   if (member.probe) member.probe->thread = {};  // stops and joins it

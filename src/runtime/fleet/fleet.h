@@ -45,6 +45,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "base/clock.h"
@@ -148,7 +149,9 @@ class Fleet final : public Runnable {
   void on_synced(std::function<void()> callback) override;
 
   std::vector<MemberState> members() const;
-  // The name of an engaged member ("" for the hub, nullopt for an id not engaged now).
+  // The name of an engaged member ("" for the hub, nullopt for an id not engaged now). Takes only a
+  // lock of its own, held for the look-up: callable with any other lock held (the work queue's
+  // metrics call it under the queue's).
   std::optional<std::string> name_of(ClusterId id) const;
 
  private:
@@ -203,6 +206,9 @@ class Fleet final : public Runnable {
   std::map<ClusterId, Member> members_;
   std::size_t refused_ = 0;
   std::jthread thread_;
+
+  mutable std::mutex names_mutex_;                    // a leaf: nothing else is taken while it is held
+  std::unordered_map<ClusterId, std::string> names_;  // the engaged members' names
 
   prometheus::Family<prometheus::Gauge>* member_ready_ = nullptr;
   prometheus::Gauge* engaged_gauge_ = nullptr;

@@ -23,14 +23,14 @@ WorkQueue::WorkQueue(WorkQueueOptions options) : options_(std::move(options)), b
   if (options_.rate_per_second && *options_.rate_per_second > 0) {
     rate_limiter_.emplace(*options_.rate_per_second, options_.burst, options_.clock);
   }
-  for (Priority priority : kAllPriorities) options_.metrics->depth_changed(priority, 0);
+  for (Priority priority : kAllPriorities) options_.metrics->depth_changed(kLocalCluster, priority, 0);
 }
 
 void WorkQueue::add(const ObjectKey& key, AddOptions add_options) {
   std::lock_guard lock(mutex_);
   if (shutting_down_) return;
   const TimePoint now = options_.clock->now();
-  options_.metrics->added(add_options.priority);
+  options_.metrics->added(key.cluster, add_options.priority);
   const TimePoint ready_at = now + std::max(add_options.after, Duration::zero());
 
   auto [position, inserted] = entries_.try_emplace(key);
@@ -126,7 +126,7 @@ void WorkQueue::done(const WorkItem& item, Completion completion) {
   Entry& entry = position->second;
   const TimePoint now = options_.clock->now();
   in_flight_.erase(&entry);
-  options_.metrics->worked_for(now - entry.started);
+  options_.metrics->worked_for(item.key.cluster, now - entry.started);
   if (std::exchange(entry.taken_below_high, false)) {
     --below_high_in_flight_;
     // A worker waiting only because of the limit may take the next one now.
@@ -147,7 +147,7 @@ void WorkQueue::done(const WorkItem& item, Completion completion) {
       break;
     case Completion::Kind::retry: {
       const int failures = ++failures_[item.key];
-      options_.metrics->retried();
+      options_.metrics->retried(item.key.cluster);
       const double draw =
           options_.backoff.jitter > 0 ? std::uniform_real_distribution<double>()(random_) : 0.0;
       requeue_at = now + std::max(backoff_.delay(failures - 1, draw), completion.delay);
@@ -245,13 +245,24 @@ bool WorkQueue::is_waiting(const ObjectKey& key) const {
 void WorkQueue::publish_in_flight_metrics() {
   std::lock_guard lock(mutex_);
   const TimePoint now = options_.clock->now();
-  Duration total = Duration::zero();
-  Duration longest = Duration::zero();
+  struct Work {
+    Duration total = Duration::zero();
+    Duration longest = Duration::zero();
+    bool held = false;
+  };
+  std::unordered_map<ClusterId, Work> work{{kLocalCluster, Work{}}};
   for (const Entry* entry : in_flight_) {
-    total += now - entry->started;
-    longest = std::max(longest, now - entry->started);
+    Work& cluster = work[entry->key.cluster];
+    cluster.held = true;
+    cluster.total += now - entry->started;
+    cluster.longest = std::max(cluster.longest, now - entry->started);
   }
-  options_.metrics->in_flight(total, longest);
+  for (const ClusterId cluster : clusters_in_flight_reported_) work.try_emplace(cluster);
+  clusters_in_flight_reported_.clear();
+  for (const auto& [cluster, figures] : work) {
+    options_.metrics->in_flight(cluster, figures.total, figures.longest);
+    if (figures.held) clusters_in_flight_reported_.insert(cluster);
+  }
 }
 
 std::optional<WorkItem> WorkQueue::take_locked(TimePoint now) {
@@ -277,7 +288,7 @@ std::optional<WorkItem> WorkQueue::take_locked(TimePoint now) {
       tenants.turns.splice(tenants.turns.end(), tenants.turns, tenant->second.turn);
     }
   }
-  count_depth_locked(entry.level, -1);
+  count_depth_locked(choice->key.cluster, entry.level, -1);
   entry.place = Place::in_flight;
   entry.started = now;
   entry.aged = false;
@@ -285,7 +296,7 @@ std::optional<WorkItem> WorkQueue::take_locked(TimePoint now) {
   if (entry.taken_below_high) ++below_high_in_flight_;
   if (options_.max_in_flight_per_cluster > 0) ++cluster_in_flight_[choice->key.cluster];
   in_flight_.insert(&entry);
-  options_.metrics->queued_for(now - std::min(now, entry.first_added));
+  options_.metrics->queued_for(choice->key.cluster, now - std::min(now, entry.first_added));
   auto failures = failures_.find(choice->key);
   return WorkItem{choice->key, entry.requested, failures == failures_.end() ? 0 : failures->second,
                   entry.first_added, now};
@@ -304,7 +315,7 @@ void WorkQueue::place_locked(Entry& entry, TimePoint now) {
   } else {
     insert_ready_locked(entry, entry.level, now, false);
   }
-  count_depth_locked(entry.level, +1);
+  count_depth_locked(entry.key.cluster, entry.level, +1);
 }
 
 void WorkQueue::detach_locked(Entry& entry) {
@@ -321,7 +332,7 @@ void WorkQueue::detach_locked(Entry& entry) {
     case Place::in_flight:
       return;
   }
-  count_depth_locked(entry.level, -1);
+  count_depth_locked(entry.key.cluster, entry.level, -1);
 }
 
 void WorkQueue::insert_ready_locked(Entry& entry, Priority priority, TimePoint now, bool at_front) {
@@ -369,7 +380,7 @@ void WorkQueue::advance_time_locked(TimePoint now) {
   while (!delayed_.empty() && delayed_.begin()->first.first <= now) {
     Entry& entry = entries_.at(delayed_.begin()->second);
     delayed_.erase(delayed_.begin());
-    count_depth_locked(entry.level, -1);
+    count_depth_locked(entry.key.cluster, entry.level, -1);
     place_locked(entry, now);
   }
   // Deferred low-priority work comes back once the queue is below the watermark, or after
@@ -394,11 +405,11 @@ void WorkQueue::advance_time_locked(TimePoint now) {
     if (since.first + options_.aging_interval > now) continue;
     Entry& entry = entries_.at(key);
     remove_ready_locked(entry);
-    count_depth_locked(priority, -1);
+    count_depth_locked(entry.key.cluster, priority, -1);
     entry.aged = true;
     const Priority next = priority == Priority::low ? Priority::normal : Priority::high;
     insert_ready_locked(entry, next, now, true);
-    count_depth_locked(next, +1);
+    count_depth_locked(entry.key.cluster, next, +1);
     last_promotion = now;
   }
 }
@@ -462,10 +473,16 @@ bool WorkQueue::cluster_full_locked(ClusterId cluster) const {
   return held != cluster_in_flight_.end() && held->second >= options_.max_in_flight_per_cluster;
 }
 
-void WorkQueue::count_depth_locked(Priority priority, int change) {
-  auto& depth = depth_[priority_index(priority)];
-  depth = static_cast<std::size_t>(static_cast<long long>(depth) + change);
-  options_.metrics->depth_changed(priority, depth);
+void WorkQueue::count_depth_locked(ClusterId cluster, Priority priority, int change) {
+  const auto apply = [change](std::size_t& depth) {
+    depth = static_cast<std::size_t>(static_cast<long long>(depth) + change);
+    return depth;
+  };
+  apply(depth_[priority_index(priority)]);
+  auto position = cluster_depth_.try_emplace(cluster).first;
+  options_.metrics->depth_changed(cluster, priority, apply(position->second[priority_index(priority)]));
+  if (std::ranges::all_of(position->second, [](std::size_t depth) { return depth == 0; }))
+    cluster_depth_.erase(position);
 }
 
 }  // namespace myop::runtime

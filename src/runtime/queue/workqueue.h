@@ -196,7 +196,7 @@ class WorkQueue {
   std::optional<Choice> choose_locked() const;
   // Whether the cluster holds as many workers as max_in_flight_per_cluster allows.
   bool cluster_full_locked(ClusterId cluster) const;
-  void count_depth_locked(Priority priority, int change);
+  void count_depth_locked(ClusterId cluster, Priority priority, int change);
   // Wakes a blocked get(): something it waits for may have changed.
   void notify_locked();
 
@@ -213,7 +213,11 @@ class WorkQueue {
   std::array<Level, 3> levels_;
   std::map<OrderKey, ObjectKey> delayed_;   // by ready_at
   std::map<OrderKey, ObjectKey> deferred_;  // by time deferred
-  std::array<std::size_t, 3> depth_{};
+  std::array<std::size_t, 3> depth_{};      // all clusters'
+  // Each cluster's share of depth_ (clusters with waiting keys only).
+  std::unordered_map<ClusterId, std::array<std::size_t, 3>> cluster_depth_;
+  // The clusters the in-flight metrics last reported work for: they get zeros once it is done.
+  std::unordered_set<ClusterId> clusters_in_flight_reported_;
   std::array<std::optional<TimePoint>, 3> last_promotion_{};
   // The entries workers hold: the in-flight metrics walk these, not every queued key (a backlog of
   // 10,000 would cost a walk of 10,000 entries each time a worker starts after an idle moment).

@@ -265,7 +265,17 @@ TEST_CASE(
   process.wait_until_settled();
   const auto writes = deployment_writes(paused, paused_mark);
   INFO("the operator's Deployment writes in the paused member: " << describe(writes));
-  CHECK(writes.size() == static_cast<std::size_t>(kPausedObjects));
+  // A patch in flight when the server stopped comes back 504 when it resumes and is retried: one
+  // applied write per object and change, anything else a timeout (the generations below agree).
+  std::map<std::string, int> applied;
+  for (const auto& write : writes) {
+    if (write.code / 100 == 2)
+      ++applied[write.name];
+    else
+      CHECK(write.code == 504);
+  }
+  CHECK(applied.size() == static_cast<std::size_t>(kPausedObjects));
+  CHECK(std::ranges::all_of(applied, [](const auto& entry) { return entry.second == 1; }));
   for (int i = 0; i < kPausedObjects; ++i) {
     const std::string generation = paused.kubectl_or_fail("get deployment app-" + std::to_string(i) + " -n " +
                                                           ns.name() + " -o jsonpath={.metadata.generation}");
@@ -306,10 +316,10 @@ TEST_CASE("fleet: a change in one member is reconciled at once behind 5,000 queu
   for (int i = 0; i < 20; ++i) {
     const std::string image = "nginx:1.27." + std::to_string(2 + i % 2);
     latencies.push_back(change_image(quiet, ns.name(), "web", image));
-    backlog.push_back(metric_sum(process.metrics(), "workqueue_depth"));
+    backlog.push_back(metric_sum(process.metrics(), "workqueue_depth", "cluster=\"fleet-fair-busy\""));
   }
   CHECK(std::ranges::none_of(latencies, [](double seconds) { return seconds < 0; }));
-  INFO("keys still queued (every priority) after each change: " << [&] {
+  INFO("the busy member's keys still queued (every priority) after each change: " << [&] {
     std::string text;
     for (double depth : backlog) text += std::to_string(static_cast<long>(depth)) + " ";
     return text;

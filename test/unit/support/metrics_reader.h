@@ -9,9 +9,10 @@
 namespace myop::runtime::testing {
 
 // Counter/gauge value, or a histogram's sample count, of the metric `name` whose labels include
-// all of `labels`.
+// all of `labels` and none of `absent` (the first such series, in the registry's order).
 inline std::optional<double> metric_value(prometheus::Registry& registry, const std::string& name,
-                                          const std::map<std::string, std::string>& labels = {}) {
+                                          const std::map<std::string, std::string>& labels = {},
+                                          const std::string& absent = {}) {
   for (const auto& family : registry.Collect()) {
     if (family.name != name) continue;
     for (const auto& metric : family.metric) {
@@ -21,6 +22,7 @@ inline std::optional<double> metric_value(prometheus::Registry& registry, const 
         for (const auto& pair : metric.label) found |= pair.name == key && pair.value == value;
         match &= found;
       }
+      for (const auto& pair : metric.label) match &= absent.empty() || pair.name != absent;
       if (!match) continue;
       switch (family.type) {
         case prometheus::MetricType::Counter:

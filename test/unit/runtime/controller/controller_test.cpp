@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "runtime/controller/controller.h"
+#include "runtime/queue/prometheus_workqueue_metrics.h"
 #include "support/eventually.h"
 #include "support/fake_clock.h"
 #include "support/in_memory_event_source.h"
@@ -386,22 +387,63 @@ TEST_CASE("a member's reconciles are counted under its cluster's name, the hub's
   CHECK(fixture.metric("controller_runtime_reconcile_total",
                        {{"result", "success"}, {"cluster", "eu-west"}}) == 2);
   CHECK(fixture.metric("myoperator_event_to_reconcile_seconds", {{"cluster", "eu-west"}}) == 2);
-  // The hub's series: no cluster label, as without a fleet (metric_value matches the first series with
-  // the labels asked for, so look for the one without "cluster").
-  double hub = -1;
-  for (const auto& family : fixture.registry->Collect()) {
-    if (family.name != "controller_runtime_reconcile_total") continue;
-    for (const auto& metric : family.metric) {
-      bool has_cluster = false;
-      bool success = false;
-      for (const auto& label : metric.label) {
-        has_cluster |= label.name == "cluster";
-        success |= label.name == "result" && label.value == "success";
-      }
-      if (!has_cluster && success) hub = metric.counter.value;
-    }
-  }
-  CHECK(hub == 1);
+  // The work queue's too: the member's keys in series of their own.
+  const auto queue = [&](const std::string& name, std::map<std::string, std::string> labels) {
+    labels.emplace("name", "test");
+    return metric_value(*fixture.registry, name, labels).value_or(-1);
+  };
+  CHECK(queue("workqueue_adds_total", {{"cluster", "eu-west"}}) == 2);
+  CHECK(queue("workqueue_queue_duration_seconds", {{"cluster", "eu-west"}}) == 2);
+  CHECK(queue("workqueue_work_duration_seconds", {{"cluster", "eu-west"}}) == 2);
+  CHECK(queue("workqueue_depth", {{"cluster", "eu-west"}, {"priority", "normal"}}) == 0);
+  // The hub's series: no cluster label, as without a fleet.
+  CHECK(metric_value(*fixture.registry, "controller_runtime_reconcile_total", {{"result", "success"}},
+                     "cluster") == 1);
+  CHECK(metric_value(*fixture.registry, "workqueue_adds_total", {}, "cluster") == 1);
+}
+
+TEST_CASE("the work queue's figures are kept per cluster: depth, in-flight work, retries",
+          "[runtime][queue][fleet]") {
+  auto registry = std::make_shared<prometheus::Registry>();
+  auto clock = std::make_shared<FakeClock>();
+  WorkQueueOptions options;
+  options.clock = clock;
+  options.metrics = std::make_shared<PrometheusWorkQueueMetrics>(*registry, "q", [](ClusterId cluster) {
+    return cluster == 7 ? std::string("eu-west") : std::string();
+  });
+  WorkQueue queue(options);
+  const auto value = [&](const std::string& name, std::map<std::string, std::string> labels) {
+    labels.emplace("name", "q");
+    return metric_value(*registry, name, labels).value_or(-1);
+  };
+  const auto hub = [&](const std::string& name, const std::map<std::string, std::string>& labels) {
+    return metric_value(*registry, name, labels, "cluster").value_or(-1);
+  };
+  queue.add(ObjectKey{"t", "a", 7});
+  queue.add(ObjectKey{"t", "b", 7});
+  queue.add(ObjectKey{"t", "c", 9}, {Priority::high});  // nobody names 9: not counted anywhere
+  CHECK(value("workqueue_depth", {{"cluster", "eu-west"}, {"priority", "normal"}}) == 2);
+  CHECK(value("workqueue_adds_total", {{"cluster", "eu-west"}}) == 2);
+  auto held = queue.try_get();  // c, at high priority
+  REQUIRE(held);
+  CHECK(held->key.cluster == 9);
+  queue.done(*held, Completion::success());
+  held = queue.try_get();
+  REQUIRE(held);
+  CHECK(held->key.cluster == 7);
+  CHECK(value("workqueue_depth", {{"cluster", "eu-west"}, {"priority", "normal"}}) == 1);
+  clock->advance(std::chrono::seconds(3));
+  queue.publish_in_flight_metrics();
+  CHECK(value("workqueue_longest_running_processor_seconds", {{"cluster", "eu-west"}}) == 3);
+  CHECK(value("workqueue_unfinished_work_seconds", {{"cluster", "eu-west"}}) == 3);
+  queue.done(*held, Completion::retry());
+  CHECK(value("workqueue_retries_total", {{"cluster", "eu-west"}}) == 1);
+  queue.publish_in_flight_metrics();  // nothing held any more: back to zero
+  CHECK(value("workqueue_longest_running_processor_seconds", {{"cluster", "eu-west"}}) == 0);
+  // The hub's series saw none of it.
+  CHECK(hub("workqueue_adds_total", {}) == 0);
+  CHECK(hub("workqueue_depth", {{"priority", "high"}}) == 0);
+  CHECK(hub("workqueue_queue_duration_seconds", {}) == 0);
 }
 
 TEST_CASE("stop waits for an in-flight reconcile within the grace period", "[runtime][controller]") {
