@@ -224,7 +224,14 @@ void ControllerBuilder::engage_members(const std::shared_ptr<Controller>& contro
     for (const MemberWatch& watch : member_watches) {
       std::shared_ptr<InformerSet> informers = member.informers->informer(watch.type, watch.scope);
       if (watch.role) informers->watched_as(*watch.role);
-      raw->watch_cluster(member.id, *informers, watch.mapper, watch.predicates);
+      // Until the member's caches have synced its events stay out of the queue: its reconciler would
+      // drop them, and once synced every object of the member is queued from the cache anyway (the
+      // events in between are in that cache too).
+      std::vector<Predicate> predicates = watch.predicates;
+      predicates.insert(predicates.begin(), [reconcilers, id = member.id](const ObjectEvent& /*event*/) {
+        return reconcilers->ready(id);
+      });
+      raw->watch_cluster(member.id, *informers, watch.mapper, std::move(predicates));
     }
     ClusterCaches caches(member, member_scopes);
     const CacheReader primary_cache = caches.cache(primary);

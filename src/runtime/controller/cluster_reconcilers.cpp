@@ -43,6 +43,12 @@ bool ClusterReconcilers::has(ClusterId cluster) const {
   return entries_.contains(cluster);
 }
 
+bool ClusterReconcilers::ready(ClusterId cluster) const {
+  std::lock_guard lock(mutex_);
+  auto position = entries_.find(cluster);
+  return position != entries_.end() && position->second->ready;
+}
+
 ReconcileResult ClusterReconcilers::reconcile(const ReconcileRequest& request) {
   std::shared_ptr<const Entry> entry;
   {

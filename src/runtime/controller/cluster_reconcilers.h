@@ -30,6 +30,9 @@ class ClusterReconcilers final : public Reconciler {
   // A reconcile of the cluster still running keeps its reconciler until it returns.
   void remove(ClusterId cluster);
   bool has(ClusterId cluster) const;
+  // Whether the cluster's caches have synced (set_ready): before that its events need not be queued,
+  // since all of its objects are once it is.
+  bool ready(ClusterId cluster) const;
 
   ReconcileResult reconcile(const ReconcileRequest& request) override;
 
