@@ -133,3 +133,15 @@ A YAML list, e.g. `{{- include "my-operator.webhookCertArgs" . | nindent 12 }}` 
 {{- end -}}
 {{- toYaml $args -}}
 {{- end -}}
+
+{{/*
+fleet.clusterProfiles: the access provider file, in the cluster inventory API's format. Refuses an
+empty list: no profile could engage.
+*/}}
+{{- define "my-operator.fleetProviders" -}}
+{{- $providers := .Values.fleet.clusterProfiles.providers -}}
+{{- if not $providers -}}
+{{- fail "fleet.clusterProfiles.enabled needs fleet.clusterProfiles.providers: at least one access provider ({name, execConfig}) for the profiles' status.accessProviders to name" -}}
+{{- end -}}
+{{- dict "providers" $providers | toPrettyJson -}}
+{{- end -}}

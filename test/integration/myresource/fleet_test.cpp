@@ -29,6 +29,7 @@
 
 #include "myresource/cluster_listing.h"
 #include "myresource/operator_process.h"
+#include "packaging/packaging_support.h"
 #include "policy/policy_support.h"
 #include "runtime/sharding/shard_ring.h"
 #include "support/member_cluster.h"
@@ -500,9 +501,22 @@ TEST_CASE(
          "\"status\":{\"token\":\""
       << token.substr(0, token.find_last_not_of("\n ") + 1) << "\"}}'\n";
   testenv::run("chmod +x " + plugin);
+  // The provider file as the chart renders it from fleet.clusterProfiles.providers (its ConfigMap).
+  const std::string rendered = packaging::helm_template(
+      "-n " + ns.name() +
+      " -s templates/configmap.yaml --set fleet.clusterProfiles.enabled=true --set-json " +
+      packaging::shell_quote(
+          R"(fleet.clusterProfiles.providers=[{"name":"token-plugin","execConfig":{"apiVersion":)"
+          R"("client.authentication.k8s.io/v1","command":")" +
+          plugin + R"("}}])"));
+  std::string provider_file;
+  for (const YAML::Node& object : YAML::LoadAll(rendered)) {
+    if (object.IsMap() && object["metadata"]["name"].as<std::string>("") == "my-operator-fleet-providers")
+      provider_file = object["data"]["providers.json"].as<std::string>("");
+  }
+  REQUIRE_FALSE(provider_file.empty());
   const std::string providers = member.dir() + "/providers.json";
-  std::ofstream(providers) << R"({"providers":[{"name":"token-plugin","execConfig":{"apiVersion":)"
-                           << R"("client.authentication.k8s.io/v1","command":")" << plugin << R"("}}]})";
+  std::ofstream(providers) << provider_file;
 
   const std::string server =
       member.kubectl_or_fail("config view --minify -o jsonpath={.clusters[0].cluster.server}");

@@ -38,7 +38,14 @@ std::string all_features_values(const std::string& tenant) {
          "[amd64, arm64]}]}]\n"
          "extraEnv: [{name: MYOP_LOG_LEVEL, value: debug}]\n"
          "tracing: {otlpEndpoint: \"http://otel-collector.observability:4318\", samplingRatio: 0.25}\n"
-         "fleet: {kubeconfigSecrets: {enabled: true}}\n"
+         "fleet:\n"
+         "  kubeconfigSecrets: {enabled: true}\n"
+         "  clusterProfiles:\n"
+         "    enabled: true\n"
+         "    providers: [{name: secretreader, execConfig: {apiVersion: client.authentication.k8s.io/v1, "
+         "command: /plugins/secretreader-plugin}}]\n"
+         "    pluginVolumes: [{name: plugins, emptyDir: {}}]\n"
+         "    pluginVolumeMounts: [{name: plugins, mountPath: /plugins, readOnly: true}]\n"
          "tenants:\n"
          "  - name: " +
          tenant +
@@ -828,6 +835,100 @@ TEST_CASE(
     CHECK(args.count("--fleet-kubeconfig-secrets") == 1);
     CHECK(args.count("--sharding") == 1);
     CHECK(find_object(objects, "Role", "my-operator-fleet-kubeconfigs"));
+  }
+}
+
+TEST_CASE(
+    "packaging: fleet.clusterProfiles renders the provider file, its flags, its mounts and list+watch of the "
+    "profiles in their namespace, refuses no providers, and renders none of it by default",
+    "[packaging][helm][rbac][fleet]") {
+  const std::string providers =
+      R"([{"name":"secretreader","execConfig":{"apiVersion":"client.authentication.k8s.io/v1",)"
+      R"("command":"/plugins/secretreader-plugin","args":["--mode","token"],"provideClusterInfo":true}}])";
+  const auto manager_pod = [](const std::vector<YAML::Node>& objects) {
+    const auto deployment = find_object(objects, "Deployment", "my-operator");
+    REQUIRE(deployment);
+    return (*deployment)["spec"]["template"];
+  };
+  const auto args_of = [](const YAML::Node& pod) {
+    std::set<std::string> args;
+    for (const auto& arg : pod["spec"]["containers"][0]["args"]) args.insert(arg.as<std::string>());
+    return args;
+  };
+  const auto rendered = [&](const std::string& namespace_flag) {
+    return yaml_documents(helm_template(
+        "-n my-operator-system --set fleet.clusterProfiles.enabled=true " + namespace_flag + " --set-json " +
+        shell_quote("fleet.clusterProfiles.providers=" + providers) + " --set-json " +
+        shell_quote(R"(fleet.clusterProfiles.pluginVolumes=[{"name":"plugins","emptyDir":{}}])") +
+        " --set-json " +
+        shell_quote(
+            R"(fleet.clusterProfiles.pluginVolumeMounts=[{"name":"plugins","mountPath":"/plugins"}])")));
+  };
+
+  SECTION(
+      "enabled: the file from the values, mounted where the flag says, the rights in the profiles' "
+      "namespace") {
+    const auto objects = rendered("--set fleet.clusterProfiles.namespace=fleet-system");
+    CHECK(rbac_violations(objects).empty());
+    const YAML::Node pod = manager_pod(objects);
+    const auto args = args_of(pod);
+    CHECK(args.count("--fleet-cluster-profile-providers=/etc/my-operator/fleet/providers.json") == 1);
+    CHECK(args.count("--fleet-cluster-profile-namespace=fleet-system") == 1);
+    const auto config_map = find_object(objects, "ConfigMap", "my-operator-fleet-providers");
+    REQUIRE(config_map);
+    // The file is the values' list under "providers", as the operator reads it.
+    const YAML::Node file = YAML::Load((*config_map)["data"]["providers.json"].as<std::string>());
+    CHECK(same_yaml(file["providers"], YAML::Load(providers)));
+    std::map<std::string, std::string> mounts;
+    for (const auto& mount : pod["spec"]["containers"][0]["volumeMounts"])
+      mounts[mount["name"].as<std::string>()] = mount["mountPath"].as<std::string>();
+    CHECK(mounts["fleet-providers"] == "/etc/my-operator/fleet");
+    CHECK(mounts["plugins"] == "/plugins");
+    std::map<std::string, YAML::Node> volumes;
+    for (const YAML::Node volume : pod["spec"]["volumes"]) volumes[volume["name"].as<std::string>()] = volume;
+    CHECK(volumes["fleet-providers"]["configMap"]["name"].as<std::string>("") ==
+          "my-operator-fleet-providers");
+    CHECK(volumes.count("plugins") == 1);
+    // The file is read at start: its checksum on the pod rolls the pods when it changes.
+    CHECK_FALSE(pod["metadata"]["annotations"]["checksum/fleet-providers"].as<std::string>("").empty());
+    const auto role = find_object(objects, "Role", "my-operator-fleet-cluster-profiles");
+    REQUIRE(role);
+    CHECK((*role)["metadata"]["namespace"].as<std::string>() == "fleet-system");
+    CHECK(all_grants(*role) == std::set<std::string>{"multicluster.x-k8s.io/clusterprofiles:list",
+                                                     "multicluster.x-k8s.io/clusterprofiles:watch",
+                                                     "events.k8s.io/events:create",
+                                                     "events.k8s.io/events:patch"});
+    const auto binding = find_object(objects, "RoleBinding", "my-operator-fleet-cluster-profiles");
+    REQUIRE(binding);
+    CHECK((*binding)["metadata"]["namespace"].as<std::string>() == "fleet-system");
+    CHECK((*binding)["subjects"][0]["name"].as<std::string>() == "my-operator");
+    CHECK((*binding)["subjects"][0]["namespace"].as<std::string>() == "my-operator-system");
+    // The webhook-only process runs no controller.
+    const auto webhook = find_object(objects, "Deployment", "my-operator-webhook");
+    REQUIRE(webhook);
+    for (const auto& arg : (*webhook)["spec"]["template"]["spec"]["containers"][0]["args"])
+      CHECK(arg.as<std::string>().find("--fleet-cluster-profile") == std::string::npos);
+  }
+  SECTION("without a namespace: the release's, and no namespace flag") {
+    const auto objects = rendered("");
+    CHECK(args_of(manager_pod(objects)).count("--fleet-cluster-profile-namespace=fleet-system") == 0);
+    const auto role = find_object(objects, "Role", "my-operator-fleet-cluster-profiles");
+    REQUIRE(role);
+    CHECK((*role)["metadata"]["namespace"].as<std::string>() == "my-operator-system");
+  }
+  SECTION("enabled without providers: helm refuses, naming the value") {
+    const auto result =
+        helm("template my-operator " + shell_quote(testenv::source_dir() + "/charts/my-operator") +
+             " --kube-version " + server_version() + " --set fleet.clusterProfiles.enabled=true");
+    CHECK_FALSE(result.ok());
+    CHECK(result.output.find("fleet.clusterProfiles.providers") != std::string::npos);
+  }
+  SECTION("by default: none of it") {
+    const auto objects = yaml_documents(helm_template("-n my-operator-system"));
+    for (const auto& arg : manager_pod(objects)["spec"]["containers"][0]["args"])
+      CHECK(arg.as<std::string>().find("--fleet-cluster-profile") == std::string::npos);
+    CHECK_FALSE(find_object(objects, "ConfigMap", "my-operator-fleet-providers"));
+    CHECK_FALSE(find_object(objects, "Role", "my-operator-fleet-cluster-profiles"));
   }
 }
 
