@@ -1,5 +1,6 @@
 #include "runtime/controller/controller_metrics.h"
 
+#include "runtime/queue/cluster_series.h"
 #include "runtime/queue/prometheus_workqueue_metrics.h"
 
 namespace myop::runtime {
@@ -66,11 +67,8 @@ ControllerMetrics::Series ControllerMetrics::make_series(const prometheus::Label
 ControllerMetrics::Series& ControllerMetrics::series(const std::string& cluster) {
   if (cluster.empty()) return hub_;
   std::lock_guard lock(members_mutex_);
-  auto position = members_.find(cluster);
-  if (position == members_.end())
-    position =
-        members_.emplace(cluster, make_series({{"controller", controller_}, {"cluster", cluster}})).first;
-  return position->second;
+  return member_series(members_, {{"controller", controller_}}, cluster,
+                       [this](const prometheus::Labels& labels) { return make_series(labels); });
 }
 
 void ControllerMetrics::reconciled(const std::string& result, Duration took, const std::string& cluster) {

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "runtime/queue/cluster_series.h"
+
 namespace myop::runtime {
 
 prometheus::Histogram::BucketBoundaries duration_buckets() {
@@ -64,17 +66,14 @@ PrometheusWorkQueueMetrics::Series PrometheusWorkQueueMetrics::make_series(const
 PrometheusWorkQueueMetrics::Series* PrometheusWorkQueueMetrics::series(ClusterId cluster) {
   if (cluster == kLocalCluster) return &local_;
   if (auto known = members_.find(cluster); known != members_.end()) return known->second;
-  std::string name = cluster_name_ ? cluster_name_(cluster) : std::string();
+  const std::string name = cluster_name_ ? cluster_name_(cluster) : std::string();
   // A number nobody names (a member gone before its keys): counting it in another cluster's series
   // would be wrong, and a series per number would grow without bound.
   if (name.empty()) return nullptr;
-  auto position = members_by_name_.find(name);
-  if (position == members_by_name_.end()) {
-    Series made = make_series({{"name", queue_name_}, {"cluster", name}});
-    position = members_by_name_.emplace(std::move(name), made).first;
-  }
-  members_.emplace(cluster, &position->second);
-  return &position->second;
+  Series& named = member_series(members_by_name_, {{"name", queue_name_}}, name,
+                                [this](const prometheus::Labels& labels) { return make_series(labels); });
+  members_.emplace(cluster, &named);
+  return &named;
 }
 
 void PrometheusWorkQueueMetrics::added(ClusterId cluster, Priority /*priority*/) {

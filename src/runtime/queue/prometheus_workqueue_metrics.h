@@ -6,9 +6,8 @@
 // workqueue_longest_running_processor_seconds{name}.
 //
 // The operator's own cluster's keys count in those series, as without a fleet; a member cluster's
-// keys count in series of their own that add cluster="<member name>", made when the member's first
-// key arrives and kept (as counters are) after it leaves. Summing over `cluster` gives the queue's
-// totals.
+// keys in series of their own that add cluster="<member name>" (runtime/queue/cluster_series.h),
+// made when the member's first key arrives. Summing over `cluster` gives the queue's totals.
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
@@ -68,8 +67,8 @@ class PrometheusWorkQueueMetrics final : public WorkQueueMetrics {
   prometheus::Family<prometheus::Gauge>& longest_running_;
   Series local_;
   // Members' series. Unguarded: the queue calls with its lock held, one call at a time.
-  std::unordered_map<ClusterId, Series*> members_;  // by number, as the queue reports
-  std::map<std::string, Series> members_by_name_;   // by name: a re-engaged member keeps its series
+  std::unordered_map<ClusterId, Series*> members_;              // by number, as the queue reports
+  std::map<std::string, Series, std::less<>> members_by_name_;  // by name (runtime/queue/cluster_series.h)
 };
 
 // 1 ms .. ~1000 s in powers of ~3: covers a hot reconcile up to a stuck one.
