@@ -4,8 +4,10 @@
 // least-privilege rules and the rendered CRD is config/crd's.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "../../unit/packaging/rbac_policy.h"
 #include "packaging_support.h"
@@ -72,6 +74,16 @@ std::optional<YAML::Node> find_object(const std::vector<YAML::Node>& objects, co
     if (object["kind"].as<std::string>("") == kind && object["metadata"]["name"].as<std::string>("") == name)
       return object;
   return std::nullopt;
+}
+
+// The arguments of the first container of the Deployment `name` among `objects`.
+std::set<std::string> deployment_args(const std::vector<YAML::Node>& objects, const std::string& name) {
+  const auto deployment = find_object(objects, "Deployment", name);
+  REQUIRE(deployment);
+  std::set<std::string> args;
+  for (const auto& arg : (*deployment)["spec"]["template"]["spec"]["containers"][0]["args"])
+    args.insert(arg.as<std::string>());
+  return args;
 }
 
 // Structural equality of two YAML trees (scalars compared as text).
@@ -403,11 +415,6 @@ TEST_CASE(
     REQUIRE(deployment);
     return (*deployment)["spec"]["template"]["spec"]["containers"][0];
   };
-  auto args_of = [&container_of](const std::vector<YAML::Node>& objects, const std::string& deployment_name) {
-    std::set<std::string> args;
-    for (const auto& arg : container_of(objects, deployment_name)["args"]) args.insert(arg.as<std::string>());
-    return args;
-  };
   auto has_port = [&container_of](const std::vector<YAML::Node>& objects, const std::string& deployment_name,
                                   const std::string& name, int port) {
     for (const auto& entry : container_of(objects, deployment_name)["ports"])
@@ -451,7 +458,7 @@ TEST_CASE(
     // The Service never picks the manager's pods, which serve no webhook.
     CHECK_FALSE(selects(service_selector, pod_labels(objects, "my-operator")));
     CHECK(selects(service_selector, pod_labels(objects, "my-operator-webhook")));
-    const auto args = args_of(objects, "my-operator-webhook");
+    const auto args = deployment_args(objects, "my-operator-webhook");
     for (const char* flag :
          {"--webhook-only", "--webhook-bind-address=:9443", "--webhook-service=my-operator-webhook",
           "--webhook-secret=my-operator-webhook-cert", "--webhook-ca-secret=my-operator-webhook-cert-ca",
@@ -469,7 +476,7 @@ TEST_CASE(
     CHECK(has_port(objects, "my-operator-webhook", "webhook", 9443));
     CHECK(policy_ports(objects, "my-operator-webhook").count(9443) == 1);
     // The manager serves no webhook: no flag, no port, no ingress to it.
-    for (const auto& arg : args_of(objects, "my-operator")) CHECK(arg.rfind("--webhook", 0) != 0);
+    for (const auto& arg : deployment_args(objects, "my-operator")) CHECK(arg.rfind("--webhook", 0) != 0);
     CHECK_FALSE(has_port(objects, "my-operator", "webhook", 9443));
     CHECK(policy_ports(objects, "my-operator").count(9443) == 0);
     const auto crd_role = find_object(objects, "ClusterRole", "my-operator-webhook");
@@ -522,7 +529,7 @@ TEST_CASE(
     REQUIRE(crds.size() == 1);
     CHECK(crds[0]["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].as<std::string>("") ==
           "my-operator-system/my-operator-webhook");
-    const auto args = args_of(objects, "my-operator-webhook");
+    const auto args = deployment_args(objects, "my-operator-webhook");
     CHECK(args.count("--webhook-bind-address=:10250") == 1);
     CHECK(args.count("--webhook-cert-dir=/etc/my-operator/webhook-certs") == 1);
     CHECK(args.count("--webhook-secret=my-operator-webhook-cert") == 0);
@@ -564,7 +571,7 @@ TEST_CASE(
     CHECK_FALSE((*service)["spec"]["publishNotReadyAddresses"].as<bool>(false));
     CHECK(same_yaml((*service)["spec"]["selector"],
                     (*find_object(objects, "Deployment", "my-operator"))["spec"]["selector"]["matchLabels"]));
-    const auto args = args_of(objects, "my-operator");
+    const auto args = deployment_args(objects, "my-operator");
     for (const char* flag : {"--webhook-bind-address=:9443", "--webhook-service=my-operator-webhook",
                              "--webhook-secret=my-operator-webhook-cert"}) {
       INFO(flag);
@@ -601,7 +608,7 @@ TEST_CASE(
     CHECK_FALSE(client_config["service"]);
     CHECK_FALSE(find_object(objects, "Service", "my-operator-webhook"));
     CHECK_FALSE(find_object(objects, "Deployment", "my-operator-webhook"));
-    for (const auto& arg : args_of(objects, "my-operator"))
+    for (const auto& arg : deployment_args(objects, "my-operator"))
       CHECK(arg.rfind("--webhook", 0) == std::string::npos);
     CHECK_FALSE(has_port(objects, "my-operator", "webhook", 9443));
     CHECK(policy_ports(objects, "my-operator").count(9443) == 0);
@@ -611,8 +618,8 @@ TEST_CASE(
   SECTION("the CRD's caBundle is this release's only when it installs the CRD, or says so (patchCaBundle)") {
     auto crd_args = [&](const std::string& values) {
       std::set<std::string> found;
-      for (const auto& arg :
-           args_of(yaml_documents(helm_template("-n my-operator-system " + values)), "my-operator-webhook"))
+      for (const auto& arg : deployment_args(yaml_documents(helm_template("-n my-operator-system " + values)),
+                                             "my-operator-webhook"))
         if (arg.rfind("--webhook-crds", 0) == 0 || arg.rfind("--webhook-cert-names", 0) == 0)
           found.insert(arg);
       return found;
@@ -732,9 +739,7 @@ TEST_CASE(
   const auto deployment = find_object(objects, "Deployment", "my-operator");
   REQUIRE(deployment);
   CHECK((*deployment)["spec"]["replicas"].as<int>() == 4);
-  std::set<std::string> args;
-  for (const auto& arg : (*deployment)["spec"]["template"]["spec"]["containers"][0]["args"])
-    args.insert(arg.as<std::string>());
+  const auto args = deployment_args(objects, "my-operator");
   CHECK(args.count("--sharding") == 1);
   CHECK(args.count("--shard-group=my-operator") == 1);
   CHECK(args.count("--leader-elect") == 0);  // sharding replaces it
@@ -765,14 +770,6 @@ TEST_CASE(
     "packaging: fleet.kubeconfigSecrets.enabled renders --fleet-kubeconfig-secrets and list+watch of the "
     "release namespace's Secrets, none of it by default, and works beside sharding",
     "[packaging][helm][rbac][fleet]") {
-  auto args_of = [](const std::vector<YAML::Node>& objects, const std::string& deployment_name) {
-    const auto deployment = find_object(objects, "Deployment", deployment_name);
-    REQUIRE(deployment);
-    std::set<std::string> args;
-    for (const auto& arg : (*deployment)["spec"]["template"]["spec"]["containers"][0]["args"])
-      args.insert(arg.as<std::string>());
-    return args;
-  };
   // Every (group/resource:verb) on Secrets that a Role or ClusterRole of the render grants, by its name.
   auto secret_grants = [](const std::vector<YAML::Node>& objects) {
     std::map<std::string, std::set<std::string>> grants;
@@ -792,11 +789,11 @@ TEST_CASE(
     const auto objects =
         yaml_documents(helm_template("-n my-operator-system --set fleet.kubeconfigSecrets.enabled=true"));
     CHECK(rbac_violations(objects).empty());
-    const auto args = args_of(objects, "my-operator");
+    const auto args = deployment_args(objects, "my-operator");
     CHECK(args.count("--fleet-kubeconfig-secrets") == 1);
     CHECK(args.count("--leader-elect") == 1);  // a fleet works under one leader
     // The webhook-only process runs no controller and refuses the flag.
-    CHECK(args_of(objects, "my-operator-webhook").count("--fleet-kubeconfig-secrets") == 0);
+    CHECK(deployment_args(objects, "my-operator-webhook").count("--fleet-kubeconfig-secrets") == 0);
     const auto role = find_object(objects, "Role", "my-operator-fleet-kubeconfigs");
     REQUIRE(role);
     CHECK((*role)["metadata"]["namespace"].as<std::string>() == "my-operator-system");
@@ -822,7 +819,7 @@ TEST_CASE(
     const auto objects = yaml_documents(helm_template("-n my-operator-system"));
     for (const char* deployment : {"my-operator", "my-operator-webhook"}) {
       INFO(deployment);
-      CHECK(args_of(objects, deployment).count("--fleet-kubeconfig-secrets") == 0);
+      CHECK(deployment_args(objects, deployment).count("--fleet-kubeconfig-secrets") == 0);
     }
     CHECK_FALSE(find_object(objects, "Role", "my-operator-fleet-kubeconfigs"));
     CHECK_FALSE(find_object(objects, "RoleBinding", "my-operator-fleet-kubeconfigs"));
@@ -831,7 +828,7 @@ TEST_CASE(
   SECTION("with sharding.enabled: the members are shared among the replicas, the flag beside --sharding") {
     const auto objects = yaml_documents(helm_template(
         "-n my-operator-system --set fleet.kubeconfigSecrets.enabled=true --set sharding.enabled=true"));
-    const auto args = args_of(objects, "my-operator");
+    const auto args = deployment_args(objects, "my-operator");
     CHECK(args.count("--fleet-kubeconfig-secrets") == 1);
     CHECK(args.count("--sharding") == 1);
     CHECK(find_object(objects, "Role", "my-operator-fleet-kubeconfigs"));
@@ -850,10 +847,10 @@ TEST_CASE(
     REQUIRE(deployment);
     return (*deployment)["spec"]["template"];
   };
-  const auto args_of = [](const YAML::Node& pod) {
-    std::set<std::string> args;
-    for (const auto& arg : pod["spec"]["containers"][0]["args"]) args.insert(arg.as<std::string>());
-    return args;
+  const auto no_profile_flag = [](const std::set<std::string>& args) {
+    return std::ranges::none_of(args, [](const std::string& arg) {
+      return arg.find("--fleet-cluster-profile") != std::string::npos;
+    });
   };
   const auto rendered = [&](const std::string& namespace_flag) {
     return yaml_documents(helm_template(
@@ -871,7 +868,7 @@ TEST_CASE(
     const auto objects = rendered("--set fleet.clusterProfiles.namespace=fleet-system");
     CHECK(rbac_violations(objects).empty());
     const YAML::Node pod = manager_pod(objects);
-    const auto args = args_of(pod);
+    const auto args = deployment_args(objects, "my-operator");
     CHECK(args.count("--fleet-cluster-profile-providers=/etc/my-operator/fleet/providers.json") == 1);
     CHECK(args.count("--fleet-cluster-profile-namespace=fleet-system") == 1);
     const auto config_map = find_object(objects, "ConfigMap", "my-operator-fleet-providers");
@@ -885,7 +882,8 @@ TEST_CASE(
     CHECK(mounts["fleet-providers"] == "/etc/my-operator/fleet");
     CHECK(mounts["plugins"] == "/plugins");
     std::map<std::string, YAML::Node> volumes;
-    for (const YAML::Node volume : pod["spec"]["volumes"]) volumes[volume["name"].as<std::string>()] = volume;
+    for (const auto& volume : pod["spec"]["volumes"])
+      volumes[volume["name"].as<std::string>()] = static_cast<const YAML::Node&>(volume);
     CHECK(volumes["fleet-providers"]["configMap"]["name"].as<std::string>("") ==
           "my-operator-fleet-providers");
     CHECK(volumes.count("plugins") == 1);
@@ -904,14 +902,12 @@ TEST_CASE(
     CHECK((*binding)["subjects"][0]["name"].as<std::string>() == "my-operator");
     CHECK((*binding)["subjects"][0]["namespace"].as<std::string>() == "my-operator-system");
     // The webhook-only process runs no controller.
-    const auto webhook = find_object(objects, "Deployment", "my-operator-webhook");
-    REQUIRE(webhook);
-    for (const auto& arg : (*webhook)["spec"]["template"]["spec"]["containers"][0]["args"])
-      CHECK(arg.as<std::string>().find("--fleet-cluster-profile") == std::string::npos);
+    CHECK(no_profile_flag(deployment_args(objects, "my-operator-webhook")));
   }
   SECTION("without a namespace: the release's, and no namespace flag") {
     const auto objects = rendered("");
-    CHECK(args_of(manager_pod(objects)).count("--fleet-cluster-profile-namespace=fleet-system") == 0);
+    CHECK(deployment_args(objects, "my-operator").count("--fleet-cluster-profile-namespace=fleet-system") ==
+          0);
     const auto role = find_object(objects, "Role", "my-operator-fleet-cluster-profiles");
     REQUIRE(role);
     CHECK((*role)["metadata"]["namespace"].as<std::string>() == "my-operator-system");
@@ -925,8 +921,7 @@ TEST_CASE(
   }
   SECTION("by default: none of it") {
     const auto objects = yaml_documents(helm_template("-n my-operator-system"));
-    for (const auto& arg : manager_pod(objects)["spec"]["containers"][0]["args"])
-      CHECK(arg.as<std::string>().find("--fleet-cluster-profile") == std::string::npos);
+    CHECK(no_profile_flag(deployment_args(objects, "my-operator")));
     CHECK_FALSE(find_object(objects, "ConfigMap", "my-operator-fleet-providers"));
     CHECK_FALSE(find_object(objects, "Role", "my-operator-fleet-cluster-profiles"));
   }
