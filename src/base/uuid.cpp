@@ -2,12 +2,13 @@
 
 #include <cstdint>
 #include <cstdio>
-#include <random>
+
+#include "base/random.h"
 
 namespace myop::base {
 
 std::string random_uuid() {
-  thread_local std::mt19937_64 random{std::random_device{}()};
+  std::mt19937_64& random = thread_random();
   const std::uint64_t high = random();
   const std::uint64_t low = random();
   char text[37];

@@ -4,7 +4,7 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
-#include <array>
+#include <memory>
 #include <stdexcept>
 #include <utility>
 
@@ -284,13 +284,18 @@ Object Object::copy_of(const JsonValue& value, std::size_t chunk_size) {
 namespace {
 constexpr std::size_t kScratchBytes = std::size_t{64} * 1024;
 struct ThreadScratch {
-  alignas(16) std::array<char, kScratchBytes> buffer{};
-  JsonAllocator allocator{buffer.data(), buffer.size(), kScratchBytes};
+  // Not zeroed: a thread makes resident only the pages its trees reach.
+  std::unique_ptr<char[]> buffer = std::make_unique_for_overwrite<char[]>(kScratchBytes);
+  JsonAllocator allocator{buffer.get(), kScratchBytes, kScratchBytes};
   bool in_use = false;
 };
+// On the heap, made on the thread's first ScratchPool. A thread_local ThreadScratch would put its 64 KiB
+// in the static TLS block of every thread of the process, zeroed by glibc when the thread starts: 64 KiB
+// resident in each HTTP server, timer and signal thread that never decodes anything.
 ThreadScratch& thread_scratch() {
-  thread_local ThreadScratch scratch;
-  return scratch;
+  thread_local std::unique_ptr<ThreadScratch> scratch;
+  if (!scratch) scratch = std::make_unique<ThreadScratch>();
+  return *scratch;
 }
 }  // namespace
 

@@ -3,13 +3,12 @@
 #include <algorithm>
 #include <random>
 
+#include "base/random.h"
+
 namespace myop::kube {
 namespace {
 
-double default_random() {
-  thread_local std::mt19937_64 generator{std::random_device{}()};
-  return std::uniform_real_distribution<double>(0.0, 1.0)(generator);
-}
+double default_random() { return std::uniform_real_distribution<double>(0.0, 1.0)(base::thread_random()); }
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <random>
 
+#include "base/random.h"
 #include "base/text.h"
 
 namespace myop::trace {
@@ -28,7 +29,7 @@ bool from_hex(std::string_view text, std::array<std::uint8_t, N>& bytes) {
 
 template <std::size_t N>
 void fill_random(std::array<std::uint8_t, N>& bytes) {
-  thread_local std::mt19937_64 random{std::random_device{}()};
+  std::mt19937_64& random = base::thread_random();
   do {
     for (std::size_t i = 0; i < N; i += 8) {
       std::uint64_t word = random();
