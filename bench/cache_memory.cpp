@@ -3,6 +3,7 @@
 //
 //   cache_memory [--objects N] [--kubeconfig PATH --namespace NS]
 //   cache_memory --operator-caches [--objects N] [--testdata DIR]
+//   cache_memory --work-queue [--objects N]
 //
 // --operator-caches (issue 7): N MyResources and N Deployments, fed through two informers with the
 // options my-operator gives its own (runtime::InformerOptions defaults: strip_for_cache), each
@@ -18,6 +19,9 @@
 // with uid, resourceVersion, creationTimestamp, labels, a kubectl last-applied-configuration
 // annotation and managedFields, plus 1 KiB of data. With --kubeconfig the informer lists and
 // watches the ConfigMaps of NS on a real cluster (create them first).
+// --work-queue (issue 35): the heap a backlog of N keys waiting in a runtime::WorkQueue takes (bench-like
+// names, "bench-0000042" in 10 namespaces), by malloc's in-use bytes before and after the adds: the
+// queue's bookkeeping per key, what a storm's backlog adds to the operator's peak.
 // Target (issue 4): under 2 KiB of RSS per cached object, on top of a base under 15 MiB.
 #include <malloc.h>
 
@@ -36,6 +40,7 @@
 #include "kube/transport.h"
 #include "kube/watch_source.h"
 #include "runtime/cache/informer.h"
+#include "runtime/queue/workqueue.h"
 
 using namespace myop;
 
@@ -179,14 +184,36 @@ int operator_caches(int objects, const std::string& testdata) {
 
 }  // namespace
 
+std::size_t heap_in_use() { return mallinfo2().uordblks; }
+
+int work_queue(int keys) {
+  runtime::WorkQueue queue;
+  std::vector<runtime::ObjectKey> names;
+  names.reserve(static_cast<std::size_t>(keys));
+  for (int i = 0; i < keys; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "bench-%07d", i);
+    names.push_back({"bench-" + std::to_string(i % 10), name});
+  }
+  const std::size_t before = heap_in_use();
+  for (const auto& key : names) queue.add(key, {runtime::Priority::high});
+  const std::size_t after = heap_in_use();
+  std::printf("work queue: %d keys waiting, heap %.1f KiB, %.0f bytes per key\n", keys,
+              static_cast<double>(after - before) / 1024.0,
+              static_cast<double>(after - before) / static_cast<double>(keys));
+  return queue.depth() == static_cast<std::size_t>(keys) ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   int objects = 10000;
   std::string kubeconfig;
   std::string namespace_name = "bench";
   std::string testdata = MYOP_BENCH_TESTDATA;
   bool operator_shapes = false;
+  bool queue_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--operator-caches")) operator_shapes = true;
+    if (!std::strcmp(argv[i], "--work-queue")) queue_only = true;
     if (i + 1 >= argc) continue;
     if (!std::strcmp(argv[i], "--objects")) objects = std::stoi(argv[i + 1]);
     if (!std::strcmp(argv[i], "--kubeconfig")) kubeconfig = argv[i + 1];
@@ -194,6 +221,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--testdata")) testdata = argv[i + 1];
   }
   if (operator_shapes) return operator_caches(objects, testdata);
+  if (queue_only) return work_queue(objects);
 
   std::shared_ptr<kube::WatchSource> source;
   if (!kubeconfig.empty()) {

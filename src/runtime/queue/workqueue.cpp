@@ -36,7 +36,7 @@ void WorkQueue::add(const ObjectKey& key, AddOptions add_options) {
   auto [position, inserted] = entries_.try_emplace(key);
   Entry& entry = position->second;
   if (inserted) {
-    entry.key = key;
+    entry.key = &position->first;
     entry.requested = entry.level = add_options.priority;
     entry.first_added = ready_at;
     entry.ready_at = ready_at;
@@ -252,7 +252,7 @@ void WorkQueue::publish_in_flight_metrics() {
   };
   std::unordered_map<ClusterId, Work> work{{kLocalCluster, Work{}}};
   for (const Entry* entry : in_flight_) {
-    Work& cluster = work[entry->key.cluster];
+    Work& cluster = work[entry->key->cluster];
     cluster.held = true;
     cluster.total += now - entry->started;
     cluster.longest = std::max(cluster.longest, now - entry->started);
@@ -277,45 +277,46 @@ std::optional<WorkItem> WorkQueue::take_locked(TimePoint now) {
     }
   }
   Level& level = levels_[priority_index(choice->level)];
-  Entry& entry = entries_.at(choice->key);
+  Entry& entry = *choice->entry;
+  const ObjectKey& key = *entry.key;
   remove_ready_locked(entry);
   // The cluster goes to the back of the clusters' turn order, the tenant to the back of its
   // cluster's (each only if it still has waiting keys).
-  if (auto cluster = level.clusters.find(choice->key.cluster); cluster != level.clusters.end()) {
+  if (auto cluster = level.clusters.find(key.cluster); cluster != level.clusters.end()) {
     level.turns.splice(level.turns.end(), level.turns, cluster->second.turn);
     ClusterQueue& tenants = cluster->second;
-    if (auto tenant = tenants.tenants.find(choice->key.namespace_name); tenant != tenants.tenants.end()) {
+    if (auto tenant = tenants.tenants.find(key.namespace_name); tenant != tenants.tenants.end()) {
       tenants.turns.splice(tenants.turns.end(), tenants.turns, tenant->second.turn);
     }
   }
-  count_depth_locked(choice->key.cluster, entry.level, -1);
+  count_depth_locked(key.cluster, entry.level, -1);
   entry.place = Place::in_flight;
   entry.started = now;
   entry.aged = false;
   entry.taken_below_high = entry.requested != Priority::high;
   if (entry.taken_below_high) ++below_high_in_flight_;
-  if (options_.max_in_flight_per_cluster > 0) ++cluster_in_flight_[choice->key.cluster];
+  if (options_.max_in_flight_per_cluster > 0) ++cluster_in_flight_[key.cluster];
   in_flight_.insert(&entry);
-  options_.metrics->queued_for(choice->key.cluster, now - std::min(now, entry.first_added));
-  auto failures = failures_.find(choice->key);
-  return WorkItem{choice->key, entry.requested, failures == failures_.end() ? 0 : failures->second,
-                  entry.first_added, now};
+  options_.metrics->queued_for(key.cluster, now - std::min(now, entry.first_added));
+  auto failures = failures_.find(key);
+  return WorkItem{key, entry.requested, failures == failures_.end() ? 0 : failures->second, entry.first_added,
+                  now};
 }
 
 void WorkQueue::place_locked(Entry& entry, TimePoint now) {
   if (entry.ready_at > now) {
     entry.place = Place::delayed;
     entry.level = entry.requested;
-    delayed_.emplace(OrderKey{entry.ready_at, entry.sequence}, entry.key);
+    delayed_.emplace(OrderKey{entry.ready_at, entry.sequence}, &entry);
   } else if (entry.level == Priority::low && options_.low_priority_watermark > 0 &&
              ready_size_locked() >= options_.low_priority_watermark) {
     entry.place = Place::deferred;
     entry.level_since = now;
-    deferred_.emplace(OrderKey{now, entry.sequence}, entry.key);
+    deferred_.emplace(OrderKey{now, entry.sequence}, &entry);
   } else {
     insert_ready_locked(entry, entry.level, now, false);
   }
-  count_depth_locked(entry.key.cluster, entry.level, +1);
+  count_depth_locked(entry.key->cluster, entry.level, +1);
 }
 
 void WorkQueue::detach_locked(Entry& entry) {
@@ -332,36 +333,36 @@ void WorkQueue::detach_locked(Entry& entry) {
     case Place::in_flight:
       return;
   }
-  count_depth_locked(entry.key.cluster, entry.level, -1);
+  count_depth_locked(entry.key->cluster, entry.level, -1);
 }
 
 void WorkQueue::insert_ready_locked(Entry& entry, Priority priority, TimePoint now, bool at_front) {
   Level& level = levels_[priority_index(priority)];
-  auto [cluster, new_cluster] = level.clusters.try_emplace(entry.key.cluster);
-  if (new_cluster) cluster->second.turn = level.turns.insert(level.turns.end(), entry.key.cluster);
+  auto [cluster, new_cluster] = level.clusters.try_emplace(entry.key->cluster);
+  if (new_cluster) cluster->second.turn = level.turns.insert(level.turns.end(), entry.key->cluster);
   ClusterQueue& tenants = cluster->second;
-  auto [tenant, new_tenant] = tenants.tenants.try_emplace(entry.key.namespace_name);
-  if (new_tenant) tenant->second.turn = tenants.turns.insert(tenants.turns.end(), entry.key.namespace_name);
+  auto [tenant, new_tenant] = tenants.tenants.try_emplace(entry.key->namespace_name);
+  if (new_tenant) tenant->second.turn = tenants.turns.insert(tenants.turns.end(), entry.key->namespace_name);
   auto& keys = tenant->second.keys;
   auto position = keys.end();
   if (at_front) {
     // Aged items go first in their tenant, after those that aged before them.
     position = keys.begin();
-    while (position != keys.end() && entries_.at(*position).aged) ++position;
+    while (position != keys.end() && (*position)->aged) ++position;
   }
-  entry.tenant_position = keys.insert(position, entry.key);
+  entry.tenant_position = keys.insert(position, &entry);
   entry.place = Place::ready;
   entry.level = priority;
   entry.level_since = now;
-  level.by_age.emplace(OrderKey{now, entry.sequence}, entry.key);
+  level.by_age.emplace(OrderKey{now, entry.sequence}, &entry);
   ++level.size;
 }
 
 void WorkQueue::remove_ready_locked(Entry& entry) {
   Level& level = levels_[priority_index(entry.level)];
-  auto cluster = level.clusters.find(entry.key.cluster);
+  auto cluster = level.clusters.find(entry.key->cluster);
   ClusterQueue& tenants = cluster->second;
-  auto tenant = tenants.tenants.find(entry.key.namespace_name);
+  auto tenant = tenants.tenants.find(entry.key->namespace_name);
   tenant->second.keys.erase(entry.tenant_position);
   if (tenant->second.keys.empty()) {
     tenants.turns.erase(tenant->second.turn);
@@ -378,18 +379,18 @@ void WorkQueue::remove_ready_locked(Entry& entry) {
 void WorkQueue::advance_time_locked(TimePoint now) {
   // Delayed items that are due become ready (or deferred).
   while (!delayed_.empty() && delayed_.begin()->first.first <= now) {
-    Entry& entry = entries_.at(delayed_.begin()->second);
+    Entry& entry = *delayed_.begin()->second;
     delayed_.erase(delayed_.begin());
-    count_depth_locked(entry.key.cluster, entry.level, -1);
+    count_depth_locked(entry.key->cluster, entry.level, -1);
     place_locked(entry, now);
   }
   // Deferred low-priority work comes back once the queue is below the watermark, or after
   // max_deferral so that backpressure cannot starve it.
   while (!deferred_.empty()) {
-    const auto& [since, key] = *deferred_.begin();
+    const auto& [since, deferred] = *deferred_.begin();
     const bool expired = since.first + options_.max_deferral <= now;
     if (!expired && ready_size_locked() >= options_.low_priority_watermark) break;
-    Entry& entry = entries_.at(key);
+    Entry& entry = *deferred;
     deferred_.erase(deferred_.begin());
     insert_ready_locked(entry, entry.level, now, false);
   }
@@ -401,15 +402,15 @@ void WorkQueue::advance_time_locked(TimePoint now) {
     if (level.by_age.empty()) continue;
     auto& last_promotion = last_promotion_[priority_index(priority)];
     if (last_promotion && *last_promotion + options_.aging_interval > now) continue;
-    const auto& [since, key] = *level.by_age.begin();
+    const auto& [since, oldest] = *level.by_age.begin();
     if (since.first + options_.aging_interval > now) continue;
-    Entry& entry = entries_.at(key);
+    Entry& entry = *oldest;
     remove_ready_locked(entry);
-    count_depth_locked(entry.key.cluster, priority, -1);
+    count_depth_locked(entry.key->cluster, priority, -1);
     entry.aged = true;
     const Priority next = priority == Priority::low ? Priority::normal : Priority::high;
     insert_ready_locked(entry, next, now, true);
-    count_depth_locked(entry.key.cluster, next, +1);
+    count_depth_locked(entry.key->cluster, next, +1);
     last_promotion = now;
   }
 }
@@ -459,8 +460,8 @@ std::optional<WorkQueue::Choice> WorkQueue::choose_locked() const {
     if (cluster_full_locked(cluster)) continue;
     const ClusterQueue& tenants = level.clusters.at(cluster);
     for (const std::string& tenant : tenants.turns) {
-      for (const ObjectKey& key : tenants.tenants.at(tenant).keys) {
-        if (entries_.at(key).requested == Priority::high) return Choice{Priority::high, key};
+      for (Entry* entry : tenants.tenants.at(tenant).keys) {
+        if (entry->requested == Priority::high) return Choice{Priority::high, entry};
       }
     }
   }

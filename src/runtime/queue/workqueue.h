@@ -140,8 +140,11 @@ class WorkQueue {
   enum class Place { ready, delayed, deferred, in_flight };
   using OrderKey = std::pair<TimePoint, std::uint64_t>;
 
+  // One per key that is waiting or held. The containers below point at entries (an unordered_map's
+  // nodes never move) instead of holding copies of the key: a queued key costs one copy, its node in
+  // entries_, not four (a backlog of 10,000 keys held 2 MiB of copies).
   struct Entry {
-    ObjectKey key;
+    const ObjectKey* key = nullptr;  // entries_' own key of this entry
     Place place = Place::delayed;
     Priority requested = Priority::low;  // highest priority any add asked for
     Priority level = Priority::low;      // current level, raised by aging
@@ -151,18 +154,17 @@ class WorkQueue {
     bool in_backoff = false;
     bool aged = false;
     std::uint64_t sequence = 0;
-    std::list<ObjectKey>::iterator tenant_position;
+    std::list<Entry*>::iterator tenant_position;
     // Parked add that arrived while a worker held the key.
     bool dirty = false;
     Priority dirty_priority = Priority::low;
     TimePoint dirty_ready_at;
-    TimePoint dirty_first_added;
     TimePoint started;
     bool taken_below_high = false;  // not requested at high: counted in below_high_in_flight_
   };
 
   struct TenantQueue {
-    std::list<ObjectKey> keys;
+    std::list<Entry*> keys;
     std::list<std::string>::iterator turn;
   };
 
@@ -175,7 +177,7 @@ class WorkQueue {
   struct Level {
     std::unordered_map<ClusterId, ClusterQueue> clusters;
     std::list<ClusterId> turns;  // clusters with waiting keys, in the order they get their turn
-    std::map<OrderKey, ObjectKey> by_age;
+    std::map<OrderKey, Entry*> by_age;
     std::size_t size = 0;
   };
 
@@ -187,11 +189,11 @@ class WorkQueue {
   void advance_time_locked(TimePoint now);
   std::optional<TimePoint> next_wakeup_locked(TimePoint now);
   std::size_t ready_size_locked() const;
-  // The item a worker would take now, if any: its level and key (the key names its cluster and
+  // The item a worker would take now, if any: its level and entry (whose key names its cluster and
   // tenant).
   struct Choice {
     Priority level;
-    ObjectKey key;
+    Entry* entry;
   };
   std::optional<Choice> choose_locked() const;
   // Whether the cluster holds as many workers as max_in_flight_per_cluster allows.
@@ -211,9 +213,9 @@ class WorkQueue {
   std::unordered_map<ObjectKey, Entry, ObjectKeyHash> entries_;
   std::unordered_map<ObjectKey, int, ObjectKeyHash> failures_;
   std::array<Level, 3> levels_;
-  std::map<OrderKey, ObjectKey> delayed_;   // by ready_at
-  std::map<OrderKey, ObjectKey> deferred_;  // by time deferred
-  std::array<std::size_t, 3> depth_{};      // all clusters'
+  std::map<OrderKey, Entry*> delayed_;   // by ready_at
+  std::map<OrderKey, Entry*> deferred_;  // by time deferred
+  std::array<std::size_t, 3> depth_{};   // all clusters'
   // Each cluster's share of depth_ (clusters with waiting keys only).
   std::unordered_map<ClusterId, std::array<std::size_t, 3>> cluster_depth_;
   // The clusters the in-flight metrics last reported work for: they get zeros once it is done.
