@@ -1,5 +1,6 @@
 #include "runtime/cache/informer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -140,6 +141,9 @@ void Informer::prune_locked(TimePoint now) {
   for (auto position = pending_writes_.begin(); position != pending_writes_.end();) {
     position = position->second.expires <= now ? pending_writes_.erase(position) : std::next(position);
   }
+  for (auto position = open_writes_.begin(); position != open_writes_.end();) {
+    position = position->second.expires <= now ? open_writes_.erase(position) : std::next(position);
+  }
 }
 
 void Informer::handle(kube::WatcherEvent event) {
@@ -205,6 +209,8 @@ void Informer::handle(kube::WatcherEvent event) {
     case kube::WatcherEventType::Apply: {
       if (!object) return;
       const ObjectKey key = key_of(*object);
+      if (auto open = open_writes_.find(key); open != open_writes_.end())
+        open->second.delivered.emplace_back(object->resource_version());
       ObjectPointer previous;
       if (auto pending = pending_writes_.find(key); pending != pending_writes_.end()) {
         if (pending->second.resource_version != object->resource_version()) {
@@ -226,6 +232,7 @@ void Informer::handle(kube::WatcherEvent event) {
     case kube::WatcherEventType::Delete: {
       if (!object) return;
       const ObjectKey key = key_of(*object);
+      if (auto open = open_writes_.find(key); open != open_writes_.end()) open->second.deleted = true;
       pending_writes_.erase(key);
       cache_.erase(key);
       ObjectEvent deleted(EventType::deleted, object);
@@ -240,6 +247,34 @@ void Informer::handle(kube::WatcherEvent event) {
 
 std::string Informer::cached_resource_version(const ObjectKey& key) const {
   return cache_.resource_version(key);
+}
+
+std::string Informer::begin_write(const ObjectKey& key) {
+  const TimePoint now = options_.clock->now();
+  std::lock_guard lock(mutex_);
+  OpenWrite& open = open_writes_[key];
+  if (open.writers++ == 0) {
+    open.list_epoch = list_epoch_;
+    open.listing = initial_state_open_;
+  }
+  open.expires = now + options_.pending_write_timeout;
+  return cache_.resource_version(key);
+}
+
+void Informer::end_write(const ObjectKey& key) {
+  std::lock_guard lock(mutex_);
+  if (auto open = open_writes_.find(key); open != open_writes_.end() && --open->second.writers <= 0)
+    open_writes_.erase(open);
+}
+
+bool Informer::only_older_delivered_locked(const ObjectKey& key, std::string_view written_version) const {
+  const auto open = open_writes_.find(key);
+  if (open == open_writes_.end()) return false;
+  const OpenWrite& write = open->second;
+  // A relist may hold a state newer than the write without ever delivering the write's own version;
+  // a delete comes after the write it follows. Either way the write is not the newest.
+  if (write.listing || write.list_epoch != list_epoch_ || initial_state_open_ || write.deleted) return false;
+  return std::ranges::find(write.delivered, written_version) == write.delivered.end();
 }
 
 ObjectPointer Informer::store_written(const kube::JsonValue& returned_object,
@@ -261,9 +296,11 @@ ObjectPointer Informer::store_written(const kube::JsonValue& returned_object,
   std::lock_guard lock(mutex_);
   prune_locked(now);
   const std::string current_version = cache_.resource_version(key);
-  // The cache moved past the version the write was sent at: the watch already delivered our write or
-  // something newer. Either way the cache must not go back.
-  if (current_version != sent_at_version) return nullptr;
+  // The cache moved past the version the write was sent at. When the watch delivered our write or
+  // something newer meanwhile, the cache must not go back; when all it delivered is older than our
+  // write (the stream is ordered: anything before our own version is older), our write is the newest.
+  if (current_version != sent_at_version && !only_older_delivered_locked(key, object->resource_version()))
+    return nullptr;
   // The server stored nothing (an apply or patch that changed no field keeps the version): no watch
   // event will echo it, so waiting for one would hide the next real change until the timeout. What
   // the server returned is what the cache holds.

@@ -17,7 +17,11 @@
 //   writer (runtime/controller/writer.h) calls it. Until the watch delivers the written resourceVersion,
 //   other watch events for the key (necessarily older: the stream is ordered) do not overwrite it; when it
 //   arrives, subscribers get the update as if the cache had not been touched. resourceVersions are only
-//   compared for equality, never ordered.
+//   compared for equality, never ordered. A write the writer opened with begin_write is also taken when
+//   the watch moved on while it was in flight, provided all it delivered for the key meanwhile was older
+//   than the write: not the write's own version, no delete, no relist (a Deployment's status event that
+//   lands during our spec write would otherwise leave the cache on the older spec, and the next reconcile
+//   would write again).
 // - Every resync period (10 h by default, jittered) each cached object is re-delivered as a
 //   `resync` event (low priority).
 // - An `accept` filter (a shard's hash range) drops what the server sent but the informer does not
@@ -97,6 +101,10 @@ class Informer final : public Runnable, public EventSource {
 
   // The resourceVersion cached for `key` ("" when absent): what a write about to be sent is based on.
   std::string cached_resource_version(const ObjectKey& key) const;
+  // The same for a write about to be sent, which stays open until end_write: meanwhile the informer
+  // notes what its watch delivers for `key`, for store_written. Every begin_write needs its end_write.
+  std::string begin_write(const ObjectKey& key);
+  void end_write(const ObjectKey& key);
   // Read-your-own-writes: the object a create/update/patch/delete returned. `sent_at_version` is
   // cached_resource_version() taken before the request was sent. Returns what the cache now holds
   // for it, or null when the cache did not take it (it moved on, or the object is out of scope).
@@ -117,6 +125,18 @@ class Informer final : public Runnable, public EventSource {
     ObjectPointer previous;        // what subscribers last saw for the key
     TimePoint expires;
   };
+  // A key with writes in flight (begin_write .. end_write): what the watch delivered for it meanwhile.
+  struct OpenWrite {
+    int writers = 0;
+    std::uint32_t list_epoch = 0;        // list_epoch_ at the first begin_write
+    bool listing = false;                // a relist was under way then
+    bool deleted = false;                // the watch delivered a delete since
+    std::vector<std::string> delivered;  // resourceVersions the watch delivered since
+    TimePoint expires;                   // dropped then if an end_write never comes
+  };
+  // Whether everything the watch delivered for `key` since its write opened is older than
+  // `written_version` (and the key was neither deleted nor relisted meanwhile).
+  bool only_older_delivered_locked(const ObjectKey& key, std::string_view written_version) const;
 
   ObjectPointer prepare(kube::Object object) const;
   void emit_locked(const ObjectEvent& event);
@@ -141,6 +161,7 @@ class Informer final : public Runnable, public EventSource {
   bool initial_state_open_ = false;
   std::uint32_t list_epoch_ = 0;  // cache entries seen since InitStart carry it
   std::unordered_map<ObjectKey, PendingWrite, ObjectKeyHash> pending_writes_;
+  std::unordered_map<ObjectKey, OpenWrite, ObjectKeyHash> open_writes_;
 
   // Apart from mutex_, which event delivery holds: /readyz never waits on a subscriber.
   mutable std::mutex health_mutex_;

@@ -323,6 +323,15 @@ std::string InformerSet::cached_resource_version(const ObjectKey& key) const {
   return informer ? informer->cached_resource_version(key) : std::string();
 }
 
+std::string InformerSet::begin_write(const ObjectKey& key) {
+  const auto informer = informer_for(key.namespace_name);
+  return informer ? informer->begin_write(key) : std::string();
+}
+
+void InformerSet::end_write(const ObjectKey& key) {
+  if (const auto informer = informer_for(key.namespace_name)) informer->end_write(key);
+}
+
 ObjectPointer InformerSet::store_written(const kube::JsonValue& returned_object,
                                          std::string_view sent_at_version) {
   const auto informer = informer_for(kube::ObjectView(returned_object).namespace_name());

@@ -20,14 +20,17 @@ Writer::Writer(std::shared_ptr<kube::Client> client, std::shared_ptr<InformerReg
       informers_(std::move(informers)),
       field_manager_(std::move(field_manager)) {}
 
-std::vector<Writer::Snapshot> Writer::snapshot(const kube::ResourceType& type, const ObjectKey& key) const {
-  std::vector<Snapshot> snapshots;
-  if (!informers_) return snapshots;
-  for (auto& informers : informers_->caching(type, key.namespace_name)) {
-    std::string version = informers->cached_resource_version(key);
-    snapshots.push_back({std::move(informers), std::move(version)});
+Writer::OpenWrite::OpenWrite(const InformerRegistry* informers, const kube::ResourceType& type, ObjectKey key)
+    : key_(std::move(key)) {
+  if (informers == nullptr) return;
+  for (auto& caching : informers->caching(type, key_.namespace_name)) {
+    std::string version = caching->begin_write(key_);
+    snapshots_.push_back({std::move(caching), std::move(version)});
   }
-  return snapshots;
+}
+
+Writer::OpenWrite::~OpenWrite() {
+  for (const Snapshot& snapshot : snapshots_) snapshot.informers->end_write(key_);
 }
 
 ObjectPointer Writer::store(const std::vector<Snapshot>& snapshots, const rapidjson::Document& answer) {
@@ -49,14 +52,14 @@ kube::Result<ObjectPointer> Writer::apply(const kube::ResourceType& type, const 
   if (fence_) {
     if (auto allowed = fence_(type, key_of_object(object)); !allowed) return std::move(allowed).error();
   }
-  const auto snapshots = snapshot(type, key_of_object(object));
+  const OpenWrite open(informers_.get(), type, key_of_object(object));
   kube::PatchOptions patch_options;
   patch_options.field_manager = field_manager_;
   patch_options.force = options.force;
   auto answer =
       client_->apply(type, object.namespace_name(), object.json(), patch_options, options.subresource, stop);
   if (!answer) return std::move(answer).error();
-  return store(snapshots, answer.value());
+  return store(open.snapshots(), answer.value());
 }
 
 kube::Result<ObjectPointer> Writer::create(const kube::ResourceType& type, const kube::Object& object,
@@ -64,12 +67,12 @@ kube::Result<ObjectPointer> Writer::create(const kube::ResourceType& type, const
   if (fence_) {
     if (auto allowed = fence_(type, key_of_object(object)); !allowed) return std::move(allowed).error();
   }
-  const auto snapshots = snapshot(type, key_of_object(object));
+  const OpenWrite open(informers_.get(), type, key_of_object(object));
   kube::WriteOptions options;
   options.field_manager = field_manager_;
   auto answer = client_->create(type, object.namespace_name(), object.json(), options, stop);
   if (!answer) return std::move(answer).error();
-  return store(snapshots, answer.value());
+  return store(open.snapshots(), answer.value());
 }
 
 kube::Result<ObjectPointer> Writer::patch(const kube::ResourceType& type, const ObjectKey& key,
@@ -78,13 +81,13 @@ kube::Result<ObjectPointer> Writer::patch(const kube::ResourceType& type, const 
   if (fence_) {
     if (auto allowed = fence_(type, key); !allowed) return std::move(allowed).error();
   }
-  const auto snapshots = snapshot(type, key);
+  const OpenWrite open(informers_.get(), type, key);
   kube::PatchOptions options;
   options.field_manager = field_manager_;
   auto answer =
       client_->patch(type, key.namespace_name, key.name, patch_type, body, options, subresource, stop);
   if (!answer) return std::move(answer).error();
-  return store(snapshots, answer.value());
+  return store(open.snapshots(), answer.value());
 }
 
 kube::Result<ObjectPointer> Writer::set_finalizers(const kube::ResourceType& type,
@@ -118,11 +121,11 @@ kube::Result<ObjectPointer> Writer::remove(const kube::ResourceType& type, const
   if (fence_) {
     if (auto allowed = fence_(type, key); !allowed) return std::move(allowed).error();
   }
-  const auto snapshots = snapshot(type, key);
+  const OpenWrite open(informers_.get(), type, key);
   auto answer = client_->remove(type, key.namespace_name, key.name, options, stop);
   if (!answer) {
     if (kube::is_not_found(answer.error())) {
-      for (const Snapshot& snapshot : snapshots)
+      for (const Snapshot& snapshot : open.snapshots())
         snapshot.informers->store_deleted(key, snapshot.resource_version);
     }
     return std::move(answer).error();
@@ -135,11 +138,11 @@ kube::Result<ObjectPointer> Writer::remove(const kube::ResourceType& type, const
       returned.kind() != "Status" && returned.is_being_deleted() &&
       (!returned.finalizers().empty() || (grace != nullptr && grace->IsInt64() && grace->GetInt64() > 0));
   if (!still_there) {
-    for (const Snapshot& snapshot : snapshots)
+    for (const Snapshot& snapshot : open.snapshots())
       snapshot.informers->store_deleted(key, snapshot.resource_version);
     return ObjectPointer();
   }
-  return store(snapshots, answer.value());
+  return store(open.snapshots(), answer.value());
 }
 
 Writer::Fence shard_fence(std::shared_ptr<const ShardGate> gate) {

@@ -75,7 +75,20 @@ class Writer {
     std::shared_ptr<InformerSet> informers;
     std::string resource_version;
   };
-  std::vector<Snapshot> snapshot(const kube::ResourceType& type, const ObjectKey& key) const;
+  // One write from before it is sent until its answer is stored: the write is open in every cache of
+  // the snapshots (Informer::begin_write) while this lives.
+  class OpenWrite {
+   public:
+    OpenWrite(const InformerRegistry* informers, const kube::ResourceType& type, ObjectKey key);
+    ~OpenWrite();
+    OpenWrite(const OpenWrite&) = delete;
+    OpenWrite& operator=(const OpenWrite&) = delete;
+    const std::vector<Snapshot>& snapshots() const { return snapshots_; }
+
+   private:
+    ObjectKey key_;
+    std::vector<Snapshot> snapshots_;
+  };
   static ObjectPointer store(const std::vector<Snapshot>& snapshots, const rapidjson::Document& answer);
 
   std::shared_ptr<kube::Client> client_;

@@ -193,6 +193,79 @@ TEST_CASE("read-your-own-writes never moves the cache backwards", "[runtime][inf
   CHECK(fixture.cached_version("new") == "20");
 }
 
+TEST_CASE(
+    "read-your-own-writes: an open write is taken when the watch delivered only older versions while it "
+    "was in flight",
+    "[runtime][informer]") {
+  Fixture fixture;
+  fixture.list(objects({{"a", "10"}}));
+  fixture.events.clear();
+  CHECK(fixture.informer.begin_write({"ns", "a"}) == "10");
+  // A status change of the Deployment (someone else's write, older than ours) arrives while our spec
+  // write is in flight: the cache moves on to it, and subscribers hear of it.
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "11")));
+  CHECK(fixture.cached_version("a") == "11");
+  auto written = config_map("ns", "a", "12");
+  CHECK(fixture.informer.store_written(written.json(), "10") != nullptr);
+  fixture.informer.end_write({"ns", "a"});
+  CHECK(fixture.cached_version("a") == "12");
+  // Our write's event: subscribers see it after the 11 they were told of.
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "12")));
+  REQUIRE(fixture.events.size() == 2);
+  CHECK(fixture.events[1].old_version == "11");
+  CHECK(fixture.events[1].version == "12");
+
+  // Without begin_write the writer cannot tell older from newer: the cache keeps what the watch gave.
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "13")));
+  auto unopened = config_map("ns", "a", "14");
+  CHECK(fixture.informer.store_written(unopened.json(), "12") == nullptr);
+  CHECK(fixture.cached_version("a") == "13");
+}
+
+TEST_CASE(
+    "read-your-own-writes: an open write is not taken when the watch delivered it, a delete or a relist "
+    "meanwhile",
+    "[runtime][informer]") {
+  Fixture fixture;
+  fixture.list(objects({{"a", "10"}, {"b", "10"}, {"c", "10"}}));
+  const ObjectKey a{"ns", "a"};
+  const ObjectKey b{"ns", "b"};
+  const ObjectKey c{"ns", "c"};
+
+  // The watch delivered our write (12) and a newer version (13) before the answer came back.
+  CHECK(fixture.informer.begin_write(a) == "10");
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "12")));
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "13")));
+  auto written_a = config_map("ns", "a", "12");
+  CHECK(fixture.informer.store_written(written_a.json(), "10") == nullptr);
+  fixture.informer.end_write(a);
+  CHECK(fixture.cached_version("a") == "13");
+
+  // Deleted after our write: the delete comes after it, so our write is not the newest.
+  CHECK(fixture.informer.begin_write(b) == "10");
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Delete, config_map("ns", "b", "15")));
+  auto written_b = config_map("ns", "b", "14");
+  CHECK(fixture.informer.store_written(written_b.json(), "10") == nullptr);
+  fixture.informer.end_write(b);
+  CHECK(fixture.cached_version("b") == "<none>");
+
+  // A relist may hold a state newer than our write without delivering our version.
+  CHECK(fixture.informer.begin_write(c) == "10");
+  fixture.list(objects({{"a", "13"}, {"c", "17"}}));
+  auto written_c = config_map("ns", "c", "16");
+  CHECK(fixture.informer.store_written(written_c.json(), "10") == nullptr);
+  fixture.informer.end_write(c);
+  CHECK(fixture.cached_version("c") == "17");
+
+  // Closed writes are forgotten: after end_write, a later answer is judged the old way.
+  CHECK(fixture.informer.begin_write(c) == "17");
+  fixture.informer.end_write(c);
+  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "c", "18")));
+  auto late = config_map("ns", "c", "19");
+  CHECK(fixture.informer.store_written(late.json(), "17") == nullptr);
+  CHECK(fixture.cached_version("c") == "18");
+}
+
 TEST_CASE("a write the server found to be a no-op waits for no echo: the next change still arrives",
           "[runtime][informer]") {
   Fixture fixture;
