@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -228,39 +229,50 @@ TEST_CASE(
     "[runtime][informer]") {
   Fixture fixture;
   fixture.list(objects({{"a", "10"}, {"b", "10"}, {"c", "10"}}));
-  const ObjectKey a{"ns", "a"};
-  const ObjectKey b{"ns", "b"};
-  const ObjectKey c{"ns", "c"};
+  // A write of `name` sent at version 10, `meanwhile` delivered by the watch, then its answer at
+  // `written`: refused, the cache keeps `kept`.
+  const auto refused = [&](const std::string& name, const std::function<void()>& meanwhile,
+                           const std::string& written, const std::string& kept) {
+    const ObjectKey key{"ns", name};
+    CHECK(fixture.informer.begin_write(key) == "10");
+    meanwhile();
+    auto answer = config_map("ns", name, written);
+    CHECK(fixture.informer.store_written(answer.json(), "10") == nullptr);
+    fixture.informer.end_write(key);
+    CHECK(fixture.cached_version(name) == kept);
+  };
+  const auto apply = [&](const std::string& name, const std::string& version) {
+    fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", name, version)));
+  };
 
   // The watch delivered our write (12) and a newer version (13) before the answer came back.
-  CHECK(fixture.informer.begin_write(a) == "10");
-  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "12")));
-  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "a", "13")));
-  auto written_a = config_map("ns", "a", "12");
-  CHECK(fixture.informer.store_written(written_a.json(), "10") == nullptr);
-  fixture.informer.end_write(a);
-  CHECK(fixture.cached_version("a") == "13");
-
+  refused(
+      "a",
+      [&] {
+        apply("a", "12");
+        apply("a", "13");
+      },
+      "12", "13");
   // Deleted after our write: the delete comes after it, so our write is not the newest.
-  CHECK(fixture.informer.begin_write(b) == "10");
-  fixture.informer.handle(watcher_event(kube::WatcherEventType::Delete, config_map("ns", "b", "15")));
-  auto written_b = config_map("ns", "b", "14");
-  CHECK(fixture.informer.store_written(written_b.json(), "10") == nullptr);
-  fixture.informer.end_write(b);
-  CHECK(fixture.cached_version("b") == "<none>");
-
+  refused(
+      "b",
+      [&] {
+        fixture.informer.handle(watcher_event(kube::WatcherEventType::Delete, config_map("ns", "b", "15")));
+      },
+      "14", "<none>");
   // A relist may hold a state newer than our write without delivering our version.
-  CHECK(fixture.informer.begin_write(c) == "10");
-  fixture.list(objects({{"a", "13"}, {"c", "17"}}));
-  auto written_c = config_map("ns", "c", "16");
-  CHECK(fixture.informer.store_written(written_c.json(), "10") == nullptr);
-  fixture.informer.end_write(c);
-  CHECK(fixture.cached_version("c") == "17");
+  refused(
+      "c",
+      [&] {
+        fixture.list(objects({{"a", "13"}, {"c", "17"}}));
+      },
+      "16", "17");
 
   // Closed writes are forgotten: after end_write, a later answer is judged the old way.
+  const ObjectKey c{"ns", "c"};
   CHECK(fixture.informer.begin_write(c) == "17");
   fixture.informer.end_write(c);
-  fixture.informer.handle(watcher_event(kube::WatcherEventType::Apply, config_map("ns", "c", "18")));
+  apply("c", "18");
   auto late = config_map("ns", "c", "19");
   CHECK(fixture.informer.store_written(late.json(), "17") == nullptr);
   CHECK(fixture.cached_version("c") == "18");
