@@ -271,9 +271,10 @@ bool Informer::only_older_delivered_locked(const ObjectKey& key, std::string_vie
   const auto open = open_writes_.find(key);
   if (open == open_writes_.end()) return false;
   const OpenWrite& write = open->second;
-  // A relist may hold a state newer than the write without ever delivering the write's own version;
-  // a delete comes after the write it follows. Either way the write is not the newest.
-  if (write.listing || write.list_epoch != list_epoch_ || initial_state_open_ || write.deleted) return false;
+  // A relist (under way when the write opened, or begun since) may hold a state newer than the write
+  // without ever delivering the write's own version; a delete comes after the write it follows. Either
+  // way the write is not the newest.
+  if (write.listing || write.list_epoch != list_epoch_ || write.deleted) return false;
   return std::ranges::find(write.delivered, written_version) == write.delivered.end();
 }
 

@@ -318,11 +318,6 @@ std::size_t InformerSet::size() const {
   return total;
 }
 
-std::string InformerSet::cached_resource_version(const ObjectKey& key) const {
-  const auto informer = informer_for(key.namespace_name);
-  return informer ? informer->cached_resource_version(key) : std::string();
-}
-
 std::string InformerSet::begin_write(const ObjectKey& key) {
   const auto informer = informer_for(key.namespace_name);
   return informer ? informer->begin_write(key) : std::string();

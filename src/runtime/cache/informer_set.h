@@ -65,7 +65,6 @@ class InformerSet final : public Runnable, public EventSource {
   std::size_t size() const;
 
   // Read-your-own-writes, routed by namespace (see Informer::store_written); for the cached writer.
-  std::string cached_resource_version(const ObjectKey& key) const;
   std::string begin_write(const ObjectKey& key);
   void end_write(const ObjectKey& key);
   ObjectPointer store_written(const kube::JsonValue& returned_object, std::string_view sent_at_version);
