@@ -120,6 +120,35 @@ def breakdown(query_url, namespace, name, started):
     return min(candidates, key=lambda c: c[0])[1] if candidates else None
 
 
+def report(results, query_url):
+    """The table of one run's changes, from its results.json and the Jaeger holding its traces."""
+    with open(results) as f:
+        record = json.load(f)["runs"][0]["scenarios"]["latency"]
+    changes = record.get("latency_changes")
+    if not changes:
+        sys.exit(f"latency_traces: {results} has no latency_changes (a bench/run older than them)")
+    rows = []
+    print("| change | reconcile start s | event wait s | to write s | write s | server s | observer s |")
+    print("|---|---|---|---|---|---|---|")
+    for (namespace, name, started), server, observed in zip(
+            changes, record["server_latencies_seconds"], record["latencies_seconds"]):
+        found = breakdown(query_url, namespace, name, started)
+        if found is None:
+            print(f"| {namespace}/{name} | no traced reconcile wrote its Deployment | | | | {server} | {observed} |")
+            continue
+        rows.append(found)
+        print(f"| {namespace}/{name} | {found['reconcile_start']:.3f} | {found['event_wait']:.4f} | "
+              f"{found['to_write']:.4f} | {found['write']:.3f} | {server} | {observed} |")
+    if rows:
+        print()
+        for key in ("reconcile_start", "event_wait", "to_write", "write"):
+            values = [row[key] for row in rows]
+            print(f"{key}: median {statistics.median(values):.4f} s, max {max(values):.4f} s")
+    if len(rows) != len(changes):
+        sys.exit(f"latency_traces: {len(changes) - len(rows)} changes without a traced Deployment write")
+
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--n", type=int, default=1000)
@@ -129,12 +158,13 @@ def main():
     parser.add_argument("run_options", nargs="*", help="more bench/run options (after --)")
     args = parser.parse_args()
 
+    if args.results and not args.query_url:
+        sys.exit("latency_traces: --results needs --query-url")
     jaeger = None
-    if args.results:
-        if not args.query_url:
-            sys.exit("latency_traces: --results needs --query-url")
-        results, query_url = args.results, args.query_url
-    else:
+    try:
+        if args.results:
+            report(args.results, args.query_url)
+            return
         folder = tempfile.mkdtemp(prefix="myop-latency-traces-")
         jaeger, otlp, query_url = start_jaeger(folder)
         operator = (f"exec {shlex.quote(os.path.abspath(args.binary))} --kubeconfig {{kubeconfig}} "
@@ -146,34 +176,8 @@ def main():
                    "--operator-cmd", operator, "--ready-url", "http://127.0.0.1:{health_port}/readyz",
                    "--metrics-url", "http://127.0.0.1:{metrics_port}/metrics", *args.run_options]
         if subprocess.run(command).returncode != 0:
-            jaeger.kill()
             sys.exit("latency_traces: bench/run failed")
-        results = os.path.join(results_root, sorted(os.listdir(results_root))[-1], "results.json")
-    try:
-        with open(results) as f:
-            record = json.load(f)["runs"][0]["scenarios"]["latency"]
-        changes = record.get("latency_changes")
-        if not changes:
-            sys.exit(f"latency_traces: {results} has no latency_changes (a bench/run older than them)")
-        rows = []
-        print("| change | reconcile start s | event wait s | to write s | write s | server s | observer s |")
-        print("|---|---|---|---|---|---|---|")
-        for (namespace, name, started), server, observed in zip(
-                changes, record["server_latencies_seconds"], record["latencies_seconds"]):
-            found = breakdown(query_url, namespace, name, started)
-            if found is None:
-                print(f"| {namespace}/{name} | no traced reconcile wrote its Deployment | | | | {server} | {observed} |")
-                continue
-            rows.append(found)
-            print(f"| {namespace}/{name} | {found['reconcile_start']:.3f} | {found['event_wait']:.4f} | "
-                  f"{found['to_write']:.4f} | {found['write']:.3f} | {server} | {observed} |")
-        if rows:
-            print()
-            for key in ("reconcile_start", "event_wait", "to_write", "write"):
-                values = [row[key] for row in rows]
-                print(f"{key}: median {statistics.median(values):.4f} s, max {max(values):.4f} s")
-        if len(rows) != len(changes):
-            sys.exit(f"latency_traces: {len(changes) - len(rows)} changes without a traced Deployment write")
+        report(os.path.join(results_root, sorted(os.listdir(results_root))[-1], "results.json"), query_url)
     finally:
         if jaeger is not None:
             jaeger.kill()
