@@ -40,6 +40,7 @@ int run(int argc, char** argv) {
   controller.config_map = options.config_map;
   controller.max_concurrent_reconciles = options.max_concurrent_reconciles;
   controller.orphan_sweep_period = options.orphan_sweep_period;
+  controller.stuck_deletion_timeout = options.stuck_deletion_timeout;
   controller.version = myop::kVersion;
   if (!options.webhook_only) myop::myresource::add_myresource_controller(*manager.value(), controller);
 

@@ -68,6 +68,7 @@ namespace {
 struct DurationFlags {
   std::string resync_period = "10h";
   std::string orphan_sweep_period = "5m";
+  std::string stuck_deletion_timeout = "60s";
   std::string watch_stall_timeout = "90s";
   std::string storage_migration_interval = "10m";
   std::string storage_migration_retry_interval = "30s";
@@ -143,6 +144,9 @@ void define_flags(CLI::App& app, Options& options, DurationFlags& durations) {
       "Period of the orphan sweep (Deployments managed by my-operator whose owner is gone), e.g. 5m; the "
       "first "
       "pass runs 30 s after start, or after one period when that is shorter");
+  add("stuck-deletion-timeout", durations.stuck_deletion_timeout,
+      "A Deployment of a MyResource in foreground deletion this much longer than its pods' termination grace "
+      "period is deleted again in background (the garbage collector missed it), e.g. 60s");
   add("watch-stall-timeout", durations.watch_stall_timeout,
       "A watch with no event and no bookmark for this long is taken as stalled and reconnected, e.g. 90s; "
       "at least 65s, above the API server's one-minute bookmark interval");
@@ -249,6 +253,10 @@ std::variant<Options, int> parse_options(int argc, char** argv) {
     options.orphan_sweep_period = duration("--orphan-sweep-period", durations.orphan_sweep_period);
     if (options.orphan_sweep_period.count() <= 0) {
       throw CLI::ValidationError("--orphan-sweep-period", "must be at least 1s");
+    }
+    options.stuck_deletion_timeout = duration("--stuck-deletion-timeout", durations.stuck_deletion_timeout);
+    if (options.stuck_deletion_timeout.count() <= 0) {
+      throw CLI::ValidationError("--stuck-deletion-timeout", "must be at least 1s");
     }
     options.watch_stall_timeout = duration("--watch-stall-timeout", durations.watch_stall_timeout);
     if (!(options.storage_migration_qps > 0))

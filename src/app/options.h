@@ -49,6 +49,9 @@ struct Options {
   std::string custom_resource_wire_format = "cbor";
   std::chrono::seconds resync_period = std::chrono::hours(10);
   std::chrono::seconds orphan_sweep_period = std::chrono::minutes(5);
+  // A child Deployment in foreground deletion this much longer than its pods' grace period is deleted
+  // again in background (the garbage collector missed it; myresource/reconciler.h).
+  std::chrono::seconds stuck_deletion_timeout = std::chrono::seconds(60);
   // A watch silent this long (no event, no bookmark) is taken as stalled and reconnected; above the API
   // server's one-minute bookmark interval (kube/watch.h).
   std::chrono::seconds watch_stall_timeout = std::chrono::seconds(90);

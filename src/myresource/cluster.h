@@ -21,6 +21,12 @@ using ObjectPointer = std::shared_ptr<const kube::Object>;
 // The object an event is about: the runtime recorder's own type, so no conversion is needed.
 using EventSubject = runtime::EventSubject;
 
+// How a deleted Deployment's ReplicaSets and pods go (DeleteOptions.propagationPolicy).
+enum class Propagation {
+  foreground,  // the Deployment stays, being deleted, until the garbage collector has removed them
+  background,  // the Deployment goes now; the garbage collector removes them after
+};
+
 class Cluster {
  public:
   virtual ~Cluster() = default;
@@ -38,11 +44,11 @@ class Cluster {
   // Server-side apply of a complete desired Deployment with field manager my-operator and force
   // (the operator owns these fields; a hand edit loses them back).
   virtual kube::Result<ObjectPointer> apply_deployment(const kube::Object& desired, std::stop_token stop) = 0;
-  // Foreground deletion with a UID precondition (never deletes a same-named successor). The
-  // Deployment while the deletion waits for its pods, null once it is gone.
+  // Deletion with a UID precondition (never deletes a same-named successor). The Deployment while a
+  // foreground deletion waits for its pods, null once it is gone.
   virtual kube::Result<ObjectPointer> delete_deployment(std::string_view namespace_name,
                                                         std::string_view name, std::string_view uid,
-                                                        std::stop_token stop) = 0;
+                                                        Propagation propagation, std::stop_token stop) = 0;
   // Replaces metadata.finalizers of `myresource`, on the condition that it is still at its
   // resourceVersion (409 when the object moved on).
   virtual kube::Result<ObjectPointer> set_myresource_finalizers(const kube::Object& myresource,

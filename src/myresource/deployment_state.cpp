@@ -1,5 +1,6 @@
 #include "myresource/deployment_state.h"
 
+#include "base/time_format.h"
 #include "myresource/desired.h"
 
 namespace myop::myresource {
@@ -61,6 +62,19 @@ DeploymentState observe_deployment(const kube::JsonValue& deployment) {
     }
   }
   return state;
+}
+
+std::optional<std::chrono::milliseconds> foreground_deletion_time_left(
+    const kube::JsonValue& deployment, std::chrono::system_clock::time_point now,
+    std::chrono::milliseconds slack) {
+  kube::ObjectView view(deployment);
+  std::optional<std::string_view> deleted_at = view.deletion_timestamp();
+  if (!deleted_at || !view.has_finalizer(kForegroundDeletionFinalizer)) return std::nullopt;
+  std::optional<base::WallTime> since = base::parse_rfc3339(*deleted_at);
+  if (!since) return std::nullopt;
+  const std::chrono::seconds grace(
+      integer_at(view, {"spec", "template", "spec", "terminationGracePeriodSeconds"}, 30));
+  return std::chrono::duration_cast<std::chrono::milliseconds>(*since + grace + slack - now);
 }
 
 }  // namespace myop::myresource

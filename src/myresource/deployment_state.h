@@ -3,9 +3,11 @@
 // functions (canary.h, status.h) free of JSON.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "kube/object.h"
 
@@ -33,5 +35,18 @@ struct DeploymentState {
 };
 
 DeploymentState observe_deployment(const kube::JsonValue& deployment);
+
+// The finalizer of a foreground deletion: the garbage collector deletes the object's dependents
+// (a Deployment's ReplicaSets, their pods), then drops it.
+inline constexpr std::string_view kForegroundDeletionFinalizer = "foregroundDeletion";
+
+// How much longer a Deployment in foreground deletion may take before it counts as stuck: its pods'
+// termination grace period (spec.template.spec.terminationGracePeriodSeconds, 30 s when absent) plus
+// `slack`, from its deletionTimestamp. Zero or less: stuck now (Kubernetes' garbage collector can miss
+// the deletion for good, kubernetes/kubernetes#115570, e.g. across an API server restart). nullopt when
+// the Deployment is not in a foreground deletion, or its deletionTimestamp does not parse.
+std::optional<std::chrono::milliseconds> foreground_deletion_time_left(
+    const kube::JsonValue& deployment, std::chrono::system_clock::time_point now,
+    std::chrono::milliseconds slack);
 
 }  // namespace myop::myresource

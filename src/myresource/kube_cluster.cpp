@@ -35,10 +35,9 @@ kube::Result<ObjectPointer> KubeCluster::apply_deployment(const kube::Object& de
 
 kube::Result<ObjectPointer> KubeCluster::delete_deployment(std::string_view namespace_name,
                                                            std::string_view name, std::string_view uid,
-                                                           std::stop_token stop) {
+                                                           Propagation propagation, std::stop_token stop) {
   kube::DeleteOptions options;
-  // Foreground: the Deployment disappears only after its pods, so "children gone" means gone.
-  options.propagation_policy = "Foreground";
+  options.propagation_policy = propagation == Propagation::foreground ? "Foreground" : "Background";
   options.precondition_uid = std::string(uid);
   return writer_.remove(kube::resources::deployments(), {std::string(namespace_name), std::string(name)},
                         options, stop);

@@ -29,7 +29,8 @@ class KubeCluster final : public Cluster, public OrphanSweepCluster {
 
   kube::Result<ObjectPointer> apply_deployment(const kube::Object& desired, std::stop_token stop) override;
   kube::Result<ObjectPointer> delete_deployment(std::string_view namespace_name, std::string_view name,
-                                                std::string_view uid, std::stop_token stop) override;
+                                                std::string_view uid, Propagation propagation,
+                                                std::stop_token stop) override;
   kube::Result<ObjectPointer> set_myresource_finalizers(const kube::Object& myresource,
                                                         const std::vector<std::string>& finalizers,
                                                         std::stop_token stop) override;

@@ -84,7 +84,9 @@ std::shared_ptr<runtime::Controller> add_myresource_controller(runtime::Manager&
     std::map<runtime::ClusterId, std::weak_ptr<KubeCluster>> members;
   };
   auto clusters = std::make_shared<Clusters>();
-  auto controller = builder.complete([clusters, flags, shard_gate = manager.shard_gate()](
+  ReconcilerOptions reconciler_options;
+  reconciler_options.stuck_deletion_timeout = options.stuck_deletion_timeout;
+  auto controller = builder.complete([clusters, flags, reconciler_options, shard_gate = manager.shard_gate()](
                                          const runtime::ClusterCaches& caches) {
     const runtime::ClusterContext& context = caches.cluster();
     const bool hub = context.id == runtime::kLocalCluster;
@@ -107,7 +109,7 @@ std::shared_ptr<runtime::Controller> add_myresource_controller(runtime::Manager&
     } else {
       clusters->members[context.id] = cluster;
     }
-    return std::make_shared<MyResourceReconciler>(cluster);
+    return std::make_shared<MyResourceReconciler>(cluster, reconciler_options);
   });
 
   OrphanSweeperOptions sweep;

@@ -17,6 +17,8 @@ struct MyResourceControllerOptions {
   std::string config_map;
   int max_concurrent_reconciles = 4;
   std::chrono::seconds orphan_sweep_period = std::chrono::minutes(5);
+  // ReconcilerOptions::stuck_deletion_timeout.
+  std::chrono::milliseconds stuck_deletion_timeout = std::chrono::seconds(60);
   std::string version;
 };
 

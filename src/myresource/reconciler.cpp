@@ -114,12 +114,16 @@ class Pass {
         cluster_.record_event(subject_of(resource_), canary.event->type, canary.event->reason, "Canary",
                               canary.event->message);
       }
+      if (canary.requeue_after) requeue_after = *canary.requeue_after;
       if (canary.action == CanaryAction::Apply) {
         failure = converge(Track::Canary, desired_canary_deployment(resource_, canary.plan));
       } else if (canary.action == CanaryAction::Delete) {
-        failure = remove_child(canary_name);
+        Removal removal = remove_child(canary_name);
+        failure = std::move(removal.failure);
+        if (removal.recheck_after)
+          requeue_after =
+              requeue_after ? std::min(*requeue_after, *removal.recheck_after) : *removal.recheck_after;
       }
-      if (canary.requeue_after) requeue_after = *canary.requeue_after;
       inputs.canary = std::move(canary);
     }
     if (failure) inputs.reconcile_error = failure->message();
@@ -142,6 +146,7 @@ class Pass {
   // references away.
   ReconcileResult cleanup(runtime::DependentsPolicy policy) {
     std::optional<Failure> cleanup_failure;
+    std::optional<runtime::Duration> recheck_after;
     bool children_left = false;
     for (Track track : {Track::Canary, Track::Stable}) {
       if (policy == runtime::DependentsPolicy::keep) break;
@@ -149,8 +154,11 @@ class Pass {
       ObjectPointer child = cluster_.get_deployment(resource_.metadata.namespace_name, name);
       if (child == nullptr || !controlled_by(*child, resource_)) continue;
       children_left = true;
-      if (child->view().is_being_deleted()) continue;  // already asked; wait for it
-      if (auto failed = remove_child(name)) cleanup_failure = failed;
+      Removal removal = remove_child(name);
+      if (removal.failure) cleanup_failure = std::move(removal.failure);
+      if (removal.recheck_after)
+        recheck_after =
+            recheck_after ? std::min(*recheck_after, *removal.recheck_after) : *removal.recheck_after;
     }
     if (!cleanup_failure && !children_left) return ReconcileResult::done();
     StatusInputs inputs;
@@ -167,8 +175,10 @@ class Pass {
       return failure.result();
     }
     if (status_failure) return status_failure->result();
-    // No polling: the children are watched (owns), so their deletion events, at high priority, bring
-    // the next pass, which finds them gone and lets the finalizer go.
+    // The children are watched (owns), so their deletion events, at high priority, bring the next
+    // pass, which finds them gone and lets the finalizer go. The only timer: when a foreground
+    // deletion would count as stuck, should no event come before.
+    if (recheck_after) return ReconcileResult::requeue_after(*recheck_after);
     return ReconcileResult::waiting();
   }
 
@@ -215,15 +225,41 @@ class Pass {
     return std::nullopt;
   }
 
-  std::optional<Failure> remove_child(const std::string& name) {
+  // What asking for a child's removal came to: an error, or when to look again (a foreground deletion
+  // that would count as stuck then).
+  struct Removal {
+    std::optional<Failure> failure;
+    std::optional<runtime::Duration> recheck_after;
+  };
+
+  // Deletes the child in the foreground (gone only after its pods), once: a child already being
+  // deleted is waited for. If the garbage collector never finishes that deletion (it can miss it for
+  // good, foreground_deletion_time_left), the child is deleted again in background, which drops the
+  // foregroundDeletion finalizer: the Deployment goes at once, its ReplicaSets and pods follow when
+  // the garbage collector gets to them.
+  Removal remove_child(const std::string& name) {
     ObjectPointer live = cluster_.get_deployment(resource_.metadata.namespace_name, name);
-    if (live == nullptr || !controlled_by(*live, resource_)) return std::nullopt;
-    auto removed =
-        cluster_.delete_deployment(resource_.metadata.namespace_name, name, live->uid(), request_.stop);
-    if (!removed && !kube::is_not_found(removed.error())) {
-      return Failure{"deleting Deployment " + name, std::move(removed).error()};
+    if (live == nullptr || !controlled_by(*live, resource_)) return {};
+    Propagation propagation = Propagation::foreground;
+    if (live->view().is_being_deleted()) {
+      auto left = foreground_deletion_time_left(live->json(), now_, options_.stuck_deletion_timeout);
+      if (!left) return {};  // another finalizer holds it: its owner's to drop, an event brings us back
+      if (left->count() > 0) return {std::nullopt, *left};
+      propagation = Propagation::background;
+      const std::string deleted_at(live->view().deletion_timestamp().value_or(""));
+      cluster_.record_event(
+          subject_of(resource_), "Warning", "ForegroundDeletionStuck", "Delete",
+          "Deployment " + name + " has been in foreground deletion since " + deleted_at +
+              ", longer than its pods' grace period plus the stuck-deletion timeout: the garbage "
+              "collector is not finishing it. Deleted again in background; its ReplicaSets and pods go "
+              "when the garbage collector gets to them");
     }
-    return std::nullopt;
+    auto removed = cluster_.delete_deployment(resource_.metadata.namespace_name, name, live->uid(),
+                                              propagation, request_.stop);
+    if (!removed && !kube::is_not_found(removed.error())) {
+      return {Failure{"deleting Deployment " + name, std::move(removed).error()}, std::nullopt};
+    }
+    return {};
   }
 
   std::string key() const { return resource_.metadata.namespace_name + "/" + resource_.metadata.name; }

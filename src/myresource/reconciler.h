@@ -6,11 +6,14 @@
 //      (never while being deleted); on deletion, the children are deleted (foreground, UID
 //      precondition) and waited for, then the finalizer is dropped. Failures: Degraded/CleanupFailed,
 //      a Warning event, retry with backoff. `kubectl delete --cascade=orphan` keeps the children.
+//      A child whose foreground deletion outlasts its pods' grace period plus `stuck_deletion_timeout`
+//      (the garbage collector missed it) is deleted again in background, with a Warning event
+//      ForegroundDeletionStuck: a removal never waits forever on a lost garbage-collector event.
 //   3. API errors stay typed (kube::Error) up to the controller: a 409 is requeued, not a failure.
 //   4. Invalid spec (got past the API server): Degraded/InvalidSpec, a Warning event, no retry (the
 //      next spec change brings the next reconcile). Paused: status only.
 //   5. Stable Deployment: apply when the spec hash or any field we own differs (hand edits too).
-//   6. Canary: decide_canary, then apply, scale away or delete.
+//   6. Canary: decide_canary, then apply, scale away or delete (as a child in 2: never stuck).
 //   7. Status: computed, written only when it differs; events when a condition changes. While the
 //      Deployment controller has not yet observed the stable Deployment's latest spec, its replica
 //      counts are about to change: a status built from them would be superseded by the very next
@@ -39,6 +42,9 @@ struct ReconcilerOptions {
   // Longest time a status write waits for the Deployment controller to observe the stable
   // Deployment's new spec; after it, the status is written from what the Deployment says.
   runtime::Duration stale_deployment_wait = std::chrono::seconds(10);
+  // How much longer than its pods' termination grace period a child Deployment may stay in foreground
+  // deletion before it is deleted again in background (foreground_deletion_time_left).
+  std::chrono::milliseconds stuck_deletion_timeout = std::chrono::seconds(60);
 };
 
 // Since when each MyResource has been waiting for its stable Deployment's controller (by the

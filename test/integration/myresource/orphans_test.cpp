@@ -3,36 +3,12 @@
 // (orphanPolicy report) or deleted (orphanPolicy delete), as the feature ConfigMap says at the time.
 #include <catch2/catch.hpp>
 
-#include <exception>
-
 #include "myresource/operator_process.h"
 #include "support/testenv.h"
 
 using namespace myop;
 using namespace myop::testing;
 using namespace std::chrono_literals;
-
-namespace {
-
-// The garbage collector (in kube-controller-manager) deletes a Deployment whose owner is gone
-// within seconds, before any sweep of the operator could see it. The sweep is the operator's
-// answer to a cluster whose garbage collector is down or behind; this guard makes that cluster.
-class ControllerManagerStopped {
- public:
-  ControllerManagerStopped() { testenv::stop_component("kube-controller-manager"); }
-  ~ControllerManagerStopped() {
-    if (std::uncaught_exceptions() == 0) {
-      testenv::start_component("kube-controller-manager");
-    } else {  // unwinding: no FAIL here
-      testenv::run(testenv::source_dir() + "/hack/testenv start kube-controller-manager --dir " +
-                   testenv::state_dir());
-    }
-  }
-  ControllerManagerStopped(const ControllerManagerStopped&) = delete;
-  ControllerManagerStopped& operator=(const ControllerManagerStopped&) = delete;
-};
-
-}  // namespace
 
 TEST_CASE(
     "an orphaned Deployment is left alone without orphanSweep, reported under orphanPolicy report and "
@@ -59,7 +35,10 @@ TEST_CASE(
   // The owner goes while neither the operator (whose finalizer would delete the Deployment) nor
   // the garbage collector runs: the Deployment stays with an owner reference to nothing.
   operator_process.stop();
-  ControllerManagerStopped no_garbage_collector;
+  // The garbage collector (in kube-controller-manager) deletes a Deployment whose owner is gone
+  // within seconds, before any sweep of the operator could see it. The sweep is the operator's
+  // answer to a cluster whose garbage collector is down or behind; this makes that cluster.
+  testenv::ComponentStopped no_garbage_collector("kube-controller-manager");
   testenv::kubectl_or_fail("patch myresource gone -n " + ns.name() +
                            " --type json -p '[{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}]'");
   testenv::kubectl_or_fail("delete myresource gone -n " + ns.name() + " --wait=true --timeout=60s");

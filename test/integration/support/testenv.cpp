@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <fstream>
 #include <iterator>
 #include <sstream>
@@ -175,6 +176,18 @@ static void component_action(const std::string& action, const std::string& compo
 void stop_component(const std::string& component) { component_action("stop", component); }
 void start_component(const std::string& component) { component_action("start", component); }
 void restart_component(const std::string& component) { component_action("restart", component); }
+
+ComponentStopped::ComponentStopped(std::string component) : component_(std::move(component)) {
+  stop_component(component_);
+}
+
+ComponentStopped::~ComponentStopped() {
+  if (std::uncaught_exceptions() == 0) {
+    start_component(component_);
+  } else {  // unwinding: no FAIL here
+    run(testenv_command("start " + component_));
+  }
+}
 
 long long compact_etcd() {
   CommandResult result = run(testenv_command("compact"));

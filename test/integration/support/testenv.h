@@ -80,6 +80,19 @@ inline void stop_apiserver() { stop_component("kube-apiserver"); }
 inline void start_apiserver() { start_component("kube-apiserver"); }
 inline void restart_apiserver() { restart_component("kube-apiserver"); }
 
+// One component stopped for a scope, started again at its end (while unwinding too, without a FAIL
+// there): e.g. kube-controller-manager, for a cluster whose garbage collector is down.
+class ComponentStopped {
+ public:
+  explicit ComponentStopped(std::string component);
+  ~ComponentStopped();
+  ComponentStopped(const ComponentStopped&) = delete;
+  ComponentStopped& operator=(const ComponentStopped&) = delete;
+
+ private:
+  std::string component_;
+};
+
 // Compacts etcd to its current revision; returns that revision.
 long long compact_etcd();
 

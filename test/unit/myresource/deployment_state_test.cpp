@@ -63,3 +63,39 @@ TEST_CASE("a Deployment without status reads as nothing ready, default replicas 
   CHECK(state.image.empty());
   CHECK_FALSE(state.rolled_out());
 }
+
+TEST_CASE("a foreground deletion counts as stuck after the pods' grace period plus the slack",
+          "[myresource][deployment]") {
+  using namespace std::chrono;
+  const auto deleted_at = sys_days(year(2026) / 3 / 1) + hours(12);
+  const auto deployment = [](const std::string& metadata, const std::string& pod_spec) {
+    return parse_json(R"({"metadata":{"name":"web",)" + metadata + R"(},"spec":{"template":{"spec":)" +
+                      pod_spec + "}}}");
+  };
+  const std::string foreground =
+      R"("deletionTimestamp":"2026-03-01T12:00:00Z","finalizers":["example.com/keep","foregroundDeletion"])";
+
+  // Pods' grace period absent: the API's default, 30 s.
+  auto default_grace = deployment(foreground, "{}");
+  CHECK(foreground_deletion_time_left(default_grace.json(), deleted_at, seconds(60)) == seconds(90));
+  CHECK(foreground_deletion_time_left(default_grace.json(), deleted_at + seconds(89), seconds(60)) ==
+        seconds(1));
+  CHECK(foreground_deletion_time_left(default_grace.json(), deleted_at + seconds(95), seconds(60)) ==
+        -seconds(5));
+
+  // A longer grace period is waited for in full.
+  auto long_grace = deployment(foreground, R"({"terminationGracePeriodSeconds":600})");
+  CHECK(foreground_deletion_time_left(long_grace.json(), deleted_at + seconds(100), seconds(60)) ==
+        seconds(560));
+
+  // Not a foreground deletion: not deleted, another finalizer only, or a timestamp that does not parse.
+  CHECK_FALSE(
+      foreground_deletion_time_left(deployment(R"("uid":"d-1")", "{}").json(), deleted_at, seconds(60)));
+  CHECK_FALSE(foreground_deletion_time_left(
+      deployment(R"("deletionTimestamp":"2026-03-01T12:00:00Z","finalizers":["example.com/keep"])", "{}")
+          .json(),
+      deleted_at + hours(1), seconds(60)));
+  CHECK_FALSE(foreground_deletion_time_left(
+      deployment(R"("deletionTimestamp":"yesterday","finalizers":["foregroundDeletion"])", "{}").json(),
+      deleted_at + hours(1), seconds(60)));
+}

@@ -34,6 +34,13 @@ class FakeCluster final : public Cluster {
   std::optional<myop::kube::Error> fail_deletes;
   std::optional<myop::kube::Error> fail_status_writes;
   bool conflict_on_next_finalizer_write = false;
+  // Foreground deletions stay (deletionTimestamp, foregroundDeletion finalizer) instead of completing.
+  bool garbage_collector_stuck = false;
+  struct Delete {
+    std::string name;
+    Propagation propagation;
+  };
+  std::vector<Delete> deletes;
   // As the API server: every apply moves metadata.generation (the fake applies only on changes), and
   // the Deployment controller's status.observedGeneration lags until roll_out().
   bool generations = false;
@@ -71,9 +78,21 @@ class FakeCluster final : public Cluster {
   }
 
   Result<ObjectPointer> delete_deployment(std::string_view, std::string_view name, std::string_view,
-                                          std::stop_token) override {
+                                          Propagation propagation, std::stop_token) override {
     ++deployment_deletes;
+    deletes.push_back({std::string(name), propagation});
     if (fail_deletes) return *fail_deletes;
+    if (propagation == Propagation::foreground && garbage_collector_stuck) {
+      // The API server: deletionTimestamp and the foregroundDeletion finalizer; a garbage collector
+      // that never finishes it.
+      edit_deployment(std::string(name), [&](Object& object) {
+        object.set_string_member(object.json()["metadata"], "deletionTimestamp", "2026-03-01T12:00:00Z");
+        JsonValue finalizers(rapidjson::kArrayType);
+        finalizers.PushBack(JsonValue("foregroundDeletion", object.allocator()), object.allocator());
+        object.set_member(object.json()["metadata"], "finalizers", finalizers);
+      });
+      return deployments[std::string(name)];
+    }
     deployments.erase(std::string(name));
     return ObjectPointer();
   }
@@ -381,6 +400,75 @@ std::vector<FakeCluster::Event> events_of(const FakeCluster& cluster, const std:
 }
 
 }  // namespace
+
+TEST_CASE(
+    "a child stuck in foreground deletion is deleted again in background, after its grace period "
+    "and the timeout",
+    "[myresource][reconciler]") {
+  Fixture fixture;
+  fixture.reconcile();
+  fixture.cluster->garbage_collector_stuck = true;
+  fixture.begin_deletion();
+  CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::waiting);  // asked; its event comes back
+  REQUIRE(fixture.cluster->deletes.size() == 1);
+  CHECK(fixture.cluster->deletes[0].propagation == Propagation::foreground);
+
+  // Being deleted (since kNow): no second DELETE, a look again when it would count as stuck
+  // (default grace period 30 s plus the 60 s timeout).
+  ReconcileResult waiting = fixture.reconcile();
+  REQUIRE(waiting.kind() == ReconcileResult::Kind::requeue_after);
+  CHECK(waiting.delay() == seconds(90));
+  CHECK(fixture.cluster->deletes.size() == 1);
+  fixture.clock->advance(seconds(60));
+  ReconcileResult still_waiting = fixture.reconcile();
+  REQUIRE(still_waiting.kind() == ReconcileResult::Kind::requeue_after);
+  CHECK(still_waiting.delay() == seconds(30));
+  CHECK(fixture.cluster->deletes.size() == 1);
+  CHECK(events_of(*fixture.cluster, "ForegroundDeletionStuck").empty());
+
+  // Stuck: deleted again in background, which the API server completes at once; a Warning event.
+  fixture.clock->advance(seconds(30));
+  fixture.reconcile();
+  REQUIRE(fixture.cluster->deletes.size() == 2);
+  CHECK(fixture.cluster->deletes[1].name == "web");
+  CHECK(fixture.cluster->deletes[1].propagation == Propagation::background);
+  CHECK(fixture.cluster->deployments.empty());
+  auto stuck = events_of(*fixture.cluster, "ForegroundDeletionStuck");
+  REQUIRE(stuck.size() == 1);
+  CHECK(stuck[0].type == "Warning");
+  CHECK_THAT(stuck[0].message, Catch::Contains("Deployment web has been in foreground deletion since "
+                                               "2026-03-01T12:00:00Z"));
+  CHECK(fixture.reconcile().kind() == ReconcileResult::Kind::done);
+  CHECK_FALSE(fixture.resource().metadata.has_finalizer(kFinalizer));
+}
+
+TEST_CASE("a canary stuck in foreground deletion is deleted again in background",
+          "[myresource][reconciler]") {
+  Fixture fixture(R"({"image":"reg:5000/app:1.0","replicas":2})",
+                  R"({"myorg.io/canary":"true","myorg.io/targetVersion":"1.1"})");
+  fixture.reconcile();
+  fixture.cluster->roll_out("web", 2);
+  fixture.cluster->roll_out("web-canary", 1);
+  fixture.cluster->garbage_collector_stuck = true;
+  fixture.cluster->edit_myresource("web", [](Object& object) { object.erase_annotation("myorg.io/canary"); });
+  fixture.reconcile();
+  REQUIRE(fixture.cluster->deletes.size() == 1);
+  CHECK(fixture.cluster->deletes[0].propagation == Propagation::foreground);
+
+  ReconcileResult waiting = fixture.reconcile();
+  REQUIRE(waiting.kind() == ReconcileResult::Kind::requeue_after);
+  CHECK(waiting.delay() == seconds(90));
+  CHECK(fixture.cluster->deletes.size() == 1);  // no DELETE again while it is being deleted
+
+  fixture.clock->advance(seconds(90));
+  fixture.reconcile();
+  REQUIRE(fixture.cluster->deletes.size() == 2);
+  CHECK(fixture.cluster->deletes[1].name == "web-canary");
+  CHECK(fixture.cluster->deletes[1].propagation == Propagation::background);
+  CHECK(fixture.cluster->deployments.count("web-canary") == 0);
+  CHECK(events_of(*fixture.cluster, "ForegroundDeletionStuck").size() == 1);
+  CHECK(fixture.cluster->deployments.count("web") == 1);
+}
 
 TEST_CASE("canary: the annotations of a v1beta1 object without spec.canary run the canary",
           "[myresource][reconciler][effective_canary]") {
