@@ -12,6 +12,7 @@
 #include "myresource/status.h"
 #include "myresource/types.h"
 #include "runtime/controller/finalizer.h"
+#include "runtime/logging.h"
 
 namespace myop::myresource {
 namespace {
@@ -247,6 +248,13 @@ class Pass {
       if (left->count() > 0) return {std::nullopt, *left};
       propagation = Propagation::background;
       const std::string deleted_at(live->view().deletion_timestamp().value_or(""));
+      runtime::log(spdlog::level::warn,
+                   "Deployment stuck in foreground deletion: the garbage collector is not finishing it; "
+                   "deleting it again in background",
+                   {{"namespace", resource_.metadata.namespace_name},
+                    {"name", resource_.metadata.name},
+                    {"deployment", name},
+                    {"deletionTimestamp", deleted_at}});
       cluster_.record_event(
           subject_of(resource_), "Warning", "ForegroundDeletionStuck", "Delete",
           "Deployment " + name + " has been in foreground deletion since " + deleted_at +

@@ -79,6 +79,12 @@ TEST_CASE(
       [&] { return has_event(ns.name(), "MyResource", "canaried", "Warning", "ForegroundDeletionStuck"); },
       30s));
   CHECK(deployment_rolled(ns.name(), "canaried", "nginx:1.27.1"));  // the stable one untouched
+  // And a warning in the operator's log for each.
+  const std::string log = operator_process.log_tail(400);
+  for (const std::string deployment : {"canaried-canary", "deleted"}) {
+    CHECK(log.find("Deployment stuck in foreground deletion") != std::string::npos);
+    CHECK(log.find("deployment=" + deployment + " ") != std::string::npos);
+  }
 
   // Two DELETEs each: the foreground one, and the background one no sooner than the pods' grace
   // period (30 s) plus the 1 s timeout after the deletionTimestamp (a lower bound: load only delays).
