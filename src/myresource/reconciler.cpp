@@ -19,6 +19,11 @@ namespace {
 
 using runtime::ReconcileResult;
 
+// The sooner of two waits, the first of which may be none.
+runtime::Duration sooner(const std::optional<runtime::Duration>& wait, runtime::Duration other) {
+  return wait ? std::min(*wait, other) : other;
+}
+
 EventSubject subject_of(const MyResource& resource) {
   return {std::string(kApiVersion), std::string(kKind),    resource.metadata.namespace_name,
           resource.metadata.name,   resource.metadata.uid, resource.metadata.resource_version};
@@ -110,7 +115,8 @@ class Pass {
     std::optional<runtime::Duration> requeue_after;
     if (!failure) {
       std::string canary_name = deployment_name(resource_.metadata.name, Track::Canary);
-      CanaryDecision canary = decide_canary(resource_, features, observe(canary_name), now_);
+      ObjectPointer live_canary = cluster_.get_deployment(resource_.metadata.namespace_name, canary_name);
+      CanaryDecision canary = decide_canary(resource_, features, observe(live_canary), now_);
       if (canary.event) {
         cluster_.record_event(subject_of(resource_), canary.event->type, canary.event->reason, "Canary",
                               canary.event->message);
@@ -119,11 +125,9 @@ class Pass {
       if (canary.action == CanaryAction::Apply) {
         failure = converge(Track::Canary, desired_canary_deployment(resource_, canary.plan));
       } else if (canary.action == CanaryAction::Delete) {
-        Removal removal = remove_child(canary_name);
+        Removal removal = remove_child(canary_name, live_canary);
         failure = std::move(removal.failure);
-        if (removal.recheck_after)
-          requeue_after =
-              requeue_after ? std::min(*requeue_after, *removal.recheck_after) : *removal.recheck_after;
+        if (removal.recheck_after) requeue_after = sooner(requeue_after, *removal.recheck_after);
       }
       inputs.canary = std::move(canary);
     }
@@ -131,7 +135,7 @@ class Pass {
 
     if (!failure) {
       if (auto wait = wait_for_deployment_controller(inputs)) {
-        return ReconcileResult::requeue_after(requeue_after ? std::min(*requeue_after, *wait) : *wait);
+        return ReconcileResult::requeue_after(sooner(requeue_after, *wait));
       }
     }
     std::optional<Failure> status_failure = write_status(inputs);
@@ -155,11 +159,9 @@ class Pass {
       ObjectPointer child = cluster_.get_deployment(resource_.metadata.namespace_name, name);
       if (child == nullptr || !controlled_by(*child, resource_)) continue;
       children_left = true;
-      Removal removal = remove_child(name);
+      Removal removal = remove_child(name, child);
       if (removal.failure) cleanup_failure = std::move(removal.failure);
-      if (removal.recheck_after)
-        recheck_after =
-            recheck_after ? std::min(*recheck_after, *removal.recheck_after) : *removal.recheck_after;
+      if (removal.recheck_after) recheck_after = sooner(recheck_after, *removal.recheck_after);
     }
     if (!cleanup_failure && !children_left) return ReconcileResult::done();
     StatusInputs inputs;
@@ -202,7 +204,9 @@ class Pass {
   }
 
   std::optional<DeploymentState> observe(const std::string& name) {
-    ObjectPointer live = cluster_.get_deployment(resource_.metadata.namespace_name, name);
+    return observe(cluster_.get_deployment(resource_.metadata.namespace_name, name));
+  }
+  std::optional<DeploymentState> observe(const ObjectPointer& live) {
     if (live == nullptr || !controlled_by(*live, resource_)) return std::nullopt;
     return observe_deployment(live->json());
   }
@@ -237,9 +241,8 @@ class Pass {
   // deleted is waited for. If the garbage collector never finishes that deletion (it can miss it for
   // good, foreground_deletion_time_left), the child is deleted again in background, which drops the
   // foregroundDeletion finalizer: the Deployment goes at once, its ReplicaSets and pods follow when
-  // the garbage collector gets to them.
-  Removal remove_child(const std::string& name) {
-    ObjectPointer live = cluster_.get_deployment(resource_.metadata.namespace_name, name);
+  // the garbage collector gets to them. `live`: the child `name` as the cache has it.
+  Removal remove_child(const std::string& name, const ObjectPointer& live) {
     if (live == nullptr || !controlled_by(*live, resource_)) return {};
     Propagation propagation = Propagation::foreground;
     if (live->view().is_being_deleted()) {
