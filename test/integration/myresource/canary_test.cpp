@@ -19,14 +19,6 @@ std::string container_image(const std::string& namespace_, const std::string& na
   return jsonpath("deployment", namespace_, name, "{.spec.template.spec.containers[0].image}");
 }
 
-std::vector<AuditEntry> deployment_writes(const std::string& user, std::size_t mark,
-                                          const std::string& name) {
-  std::vector<AuditEntry> kept;
-  for (const auto& write : audit_writes(user, mark))
-    if (write.resource == "deployments" && write.name == name) kept.push_back(write);
-  return kept;
-}
-
 // Marks every node unschedulable for the guard's lifetime, as a full or drained cluster is: pods
 // that run stay, new pods stay Pending, so a new Deployment never becomes Available.
 class CordonedNodes {

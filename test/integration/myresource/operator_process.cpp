@@ -428,6 +428,14 @@ std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark, 
   return writes;
 }
 
+std::vector<AuditEntry> deployment_writes(const std::string& user, std::size_t mark,
+                                          const std::string& name) {
+  std::vector<AuditEntry> kept;
+  for (const auto& write : audit_writes(user, mark))
+    if (write.resource == "deployments" && write.name == name) kept.push_back(write);
+  return kept;
+}
+
 void wait_until_audit_quiet(const std::string& user, std::chrono::milliseconds quiet,
                             std::chrono::milliseconds limit) {
   using Clock = std::chrono::steady_clock;

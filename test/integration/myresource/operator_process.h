@@ -156,6 +156,8 @@ std::vector<AuditEntry> audit_entries(const std::string& user, std::size_t mark 
 std::vector<AuditEntry> audit_writes(const std::string& user, std::size_t mark = 0,
                                      const std::string& log_path = "");
 std::string describe(const std::vector<AuditEntry>& entries);
+// Those of audit_writes that wrote the Deployment `name` (in any namespace).
+std::vector<AuditEntry> deployment_writes(const std::string& user, std::size_t mark, const std::string& name);
 // `user`'s writes appended to the audit log since this was made, read as they come: each call reads
 // only what was appended since the last, however long the log has grown.
 class AuditTail {

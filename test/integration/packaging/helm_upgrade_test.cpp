@@ -145,8 +145,8 @@ bool settled(const OperatorProcess& process, std::size_t count) {
 }
 
 // `user`'s writes of Deployments in `namespace_` after `mark`, each described.
-std::vector<std::string> deployment_writes(const std::string& user, std::size_t mark,
-                                           const std::string& namespace_) {
+std::vector<std::string> deployment_writes_in_namespace(const std::string& user, std::size_t mark,
+                                                        const std::string& namespace_) {
   std::vector<std::string> writes;
   for (const auto& write : audit_writes(user, mark))
     if (write.resource == "deployments" && write.namespace_ == namespace_) writes.push_back(write.describe());
@@ -282,13 +282,13 @@ TEST_CASE(
   for (const auto& write : audit_writes(options.user, upgrade_mark))
     myresource_writes += write.resource == "myresources" && write.namespace_ == objects.name();
   {
-    const auto writes = deployment_writes(options.user, upgrade_mark, objects.name());
+    const auto writes = deployment_writes_in_namespace(options.user, upgrade_mark, objects.name());
     INFO(describe(writes));
     CHECK(writes.empty());
   }
   CHECK(changed(rolled_out, deployment_fields(objects.name(), kResourceVersion)).empty());
   const std::size_t upgrade_deployment_writes =
-      deployment_writes(options.user, upgrade_mark, objects.name()).size();
+      deployment_writes_in_namespace(options.user, upgrade_mark, objects.name()).size();
   CHECK(read(alpha + "app-10" + in_objects, "{.spec}") == R"({"image":"nginx:1.27.1","replicas":1})");
   CHECK(read(alpha + "app-10" + in_objects, "{.metadata.annotations.myorg\\.io/canary}") == "true");
 
